@@ -1,0 +1,153 @@
+// Allreduce sweep, 4 KiB to 64 MiB: MPI_Allreduce (the peer), our pipelined
+// ring alone (over the MPI transport), and a whole ringscope allreduce
+// (negotiation + ring), interleaved in one binary, median of N iterations of
+// the slowest rank. Also single-thread memcpy bandwidth, for scale. Prints a
+// table; --json writes the numbers. busbw = algbw * 2(n-1)/n (nccl-tests).
+//
+//   mpirun --allow-run-as-root -np 2 build/bin/allreduce_bench --json out.json
+#include <cstring>
+#include <future>
+#include <memory>
+
+#include "bench_util.h"
+#include "mpi_transport.h"
+#include "ring_allreduce.h"
+#include "runtime.h"
+
+using namespace ringscope;
+using namespace ringscope::bench;
+
+namespace {
+
+double memcpy_gbps() {
+  const size_t bytes = 64u << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) {
+    double s = now_s();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(now_s() - s);
+  }
+  return bytes / median(t) / 1e9;
+}
+
+Status runtime_allreduce(Runtime& rt, const std::string& name, float* buf, size_t count) {
+  std::promise<Status> p;
+  auto f = p.get_future();
+  TensorEntry e;
+  e.req = Request{name, OpType::kAllreduce,           DataType::kFloat32, ReduceOp::kSum, 0, 1,
+                  1,    {static_cast<int64_t>(count)}};
+  e.input = e.output = buf;
+  e.done = [&p](const Status& s) { p.set_value(s); };
+  Status s = rt.submit(std::move(e));
+  if (!s.ok()) return s;
+  return f.get();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  std::string json_path;
+  int iters = 10;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc)
+      json_path = argv[++i];
+    else if (a == "--iters" && i + 1 < argc)
+      iters = std::max(1, std::atoi(argv[++i]));
+  }
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+  std::unique_ptr<MpiTransport> ring_transport;
+  MpiTransport::create(MPI_COMM_WORLD, &ring_transport);
+  std::unique_ptr<MpiTransport> rt_transport;
+  MpiTransport::create(MPI_COMM_WORLD, &rt_transport);
+  Topology topo = rt_transport->topology();
+  Options options;
+  options.log_level = 1;
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::create(std::move(rt_transport), topo, options, &runtime);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  HostBuffer scratch;
+  CollectiveContext ctx;
+  ctx.transport = ring_transport.get();
+  ctx.scratch = &scratch;
+
+  const double memcpy_bw = memcpy_gbps();
+  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  std::string rows;
+  if (rank == 0) {
+    std::printf(
+        "allreduce float32 sum, np=%d, median of %d+ iterations (slowest rank); memcpy %.1f GB/s\n",
+        n, iters, memcpy_bw);
+    std::printf("%8s | %10s %10s %10s | %9s %9s %9s | %6s %6s\n", "size", "mpi us", "ring us",
+                "rt us", "mpi bus", "ring bus", "rt bus", "ring/m", "rt/m");
+  }
+  for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+    const size_t count = bytes / 4;
+    std::vector<float> a(count, 1.0f), b(count, 1.0f), c(count, 1.0f);
+    const int reps = bytes <= (64u << 10)  ? std::max(iters, 200)
+                     : bytes <= (1u << 20) ? std::max(iters, 50)
+                                           : iters;
+    std::vector<double> t_mpi, t_ring, t_rt;
+    for (int it = -2; it < reps; ++it) {  // two warm-up rounds
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now_s();
+      MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      double d_mpi = max_over_ranks(now_s() - t0);
+      MPI_Barrier(MPI_COMM_WORLD);
+      t0 = now_s();
+      ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      double d_ring = max_over_ranks(now_s() - t0);
+      MPI_Barrier(MPI_COMM_WORLD);
+      t0 = now_s();
+      runtime_allreduce(*runtime, "sweep", c.data(), count);
+      double d_rt = max_over_ranks(now_s() - t0);
+      if (it >= 0) {
+        t_mpi.push_back(d_mpi);
+        t_ring.push_back(d_ring);
+        t_rt.push_back(d_rt);
+      }
+      // Keep values small so float sums stay exact and finite.
+      std::fill(a.begin(), a.end(), 1.0f);
+      std::fill(b.begin(), b.end(), 1.0f);
+      std::fill(c.begin(), c.end(), 1.0f);
+    }
+    const double m = median(t_mpi), r = median(t_ring), q = median(t_rt);
+    const double bus_m = bytes / m / 1e9 * bus_factor, bus_r = bytes / r / 1e9 * bus_factor,
+                 bus_q = bytes / q / 1e9 * bus_factor;
+    if (rank == 0) {
+      std::printf("%8s | %10.1f %10.1f %10.1f | %9.2f %9.2f %9.2f | %6.2f %6.2f\n",
+                  human_bytes(bytes).c_str(), m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r, bus_q,
+                  bus_r / bus_m, bus_q / bus_m);
+      char row[512];
+      std::snprintf(row, sizeof(row),
+                    "%s{\"bytes\":%zu,\"iterations\":%d,\"mpi_us\":%.2f,\"ring_us\":%.2f,"
+                    "\"runtime_us\":%.2f,\"mpi_busbw_gbps\":%.3f,\"ring_busbw_gbps\":%.3f,"
+                    "\"runtime_busbw_gbps\":%.3f,\"ring_over_mpi\":%.3f,\"runtime_over_mpi\":%.3f}",
+                    rows.empty() ? "" : ",", bytes, reps, m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r,
+                    bus_q, bus_r / bus_m, bus_q / bus_m);
+      rows += row;
+    }
+  }
+  runtime->shutdown();
+  if (rank == 0) {
+    char head[256];
+    std::snprintf(head, sizeof(head),
+                  "{\"benchmark\":\"allreduce\",\"np\":%d,\"memcpy_gbps\":%.2f,\"rows\":[", n,
+                  memcpy_bw);
+    write_json(json_path, std::string(head) + rows + "]}\n");
+  }
+  runtime.reset();
+  ring_transport.reset();
+  MPI_Finalize();
+  return 0;
+}

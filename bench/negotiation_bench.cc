@@ -1,0 +1,177 @@
+// Negotiation and fusion costs through the whole runtime:
+//  - fusion: 200 tensors x 16 KiB per step with fusion on (default 128 MiB
+//    threshold) vs off (threshold 0), switched on rank 0 with
+//    propose_settings between phases, median step time;
+//  - cache: the mean negotiation time per working cycle (control allreduce
+//    plus, on the slow path, gather to and broadcast from the coordinator),
+//    with the response cache on (fast path) vs off (always the slow path),
+//    for a step of 50 tensors;
+//  - latency: one 4 KiB allreduce, submit to callback, vs MPI_Allreduce.
+// Prints a table; --json FILE writes the numbers.
+//
+//   mpirun --allow-run-as-root --oversubscribe -np 4 build/bin/negotiation_bench
+#include <future>
+#include <memory>
+
+#include "bench_util.h"
+#include "mpi_transport.h"
+#include "runtime.h"
+
+using namespace ringscope;
+using namespace ringscope::bench;
+
+namespace {
+
+std::unique_ptr<Runtime> make_runtime(const Options& o) {
+  std::unique_ptr<MpiTransport> t;
+  if (!MpiTransport::create(MPI_COMM_WORLD, &t).ok()) MPI_Abort(MPI_COMM_WORLD, 1);
+  Topology topo = t->topology();
+  std::unique_ptr<Runtime> rt;
+  Status s = Runtime::create(std::move(t), topo, o, &rt);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return rt;
+}
+
+// One step: submit every tensor asynchronously, wait for all callbacks.
+double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::string& prefix) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = now_s();
+  std::vector<std::promise<Status>> done(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    TensorEntry e;
+    e.req = Request{prefix + std::to_string(i),
+                    OpType::kAllreduce,
+                    DataType::kFloat32,
+                    ReduceOp::kAverage,
+                    0,
+                    1,
+                    1,
+                    {static_cast<int64_t>(bufs[i].size())}};
+    e.input = e.output = bufs[i].data();
+    e.done = [&done, i](const Status& s) { done[i].set_value(s); };
+    Status s = rt.submit(std::move(e));
+    if (!s.ok()) done[i].set_value(s);
+  }
+  for (auto& d : done)
+    if (Status s = d.get_future().get(); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  return max_over_ranks(now_s() - t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  std::string json_path;
+  int steps = 30;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc)
+      json_path = argv[++i];
+    else if (a == "--steps" && i + 1 < argc)
+      steps = std::max(3, std::atoi(argv[++i]));
+  }
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+  // ---- Fusion on vs off ----
+  Options o;
+  o.log_level = 1;
+  auto rt = make_runtime(o);
+  std::vector<std::vector<float>> small(200, std::vector<float>(4096, 1.0f));  // 16 KiB each
+  std::vector<double> fused, unfused;
+  for (int phase = 0; phase < 2; ++phase) {
+    Settings s = rt->settings();
+    s.fusion_threshold_bytes = phase == 0 ? (128ll << 20) : 0;
+    rt->propose_settings(s);
+    run_step(*rt, small, "f");  // the switch happens during this warm-up step
+    run_step(*rt, small, "f");
+    for (int i = 0; i < steps; ++i)
+      (phase == 0 ? fused : unfused).push_back(run_step(*rt, small, "f"));
+  }
+  rt->shutdown();
+  rt.reset();
+
+  // ---- Cache on vs off: negotiation time per working cycle ----
+  double negotiate_us[2] = {0, 0};
+  double cache_step_ms[2] = {0, 0};
+  std::vector<std::vector<float>> tiny(50, std::vector<float>(256, 1.0f));
+  for (int phase = 0; phase < 2; ++phase) {
+    Options c;
+    c.log_level = 1;
+    c.cache_capacity = phase == 0 ? 1024 : 0;
+    auto r = make_runtime(c);
+    run_step(*r, tiny, "c");  // first step always negotiates through rank 0
+    Runtime::Counters before = r->counters();
+    std::vector<double> t;
+    for (int i = 0; i < steps; ++i) t.push_back(run_step(*r, tiny, "c"));
+    Runtime::Counters after = r->counters();
+    const double ns =
+        phase == 0
+            ? double(after.negotiate_ns_fast_only - before.negotiate_ns_fast_only) /
+                  std::max<uint64_t>(1, after.work_cycles_fast_only - before.work_cycles_fast_only)
+            : double(after.negotiate_ns_slow - before.negotiate_ns_slow) /
+                  std::max<uint64_t>(1, after.work_cycles_slow - before.work_cycles_slow);
+    double mean_ns = 0;
+    MPI_Allreduce(&ns, &mean_ns, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    negotiate_us[phase] = mean_ns / n / 1e3;
+    cache_step_ms[phase] = median(t) * 1e3;
+    r->shutdown();
+  }
+
+  // ---- Latency of one small allreduce ----
+  double lat_rt = 0, lat_mpi = 0;
+  {
+    Options c;
+    c.log_level = 1;
+    auto r = make_runtime(c);
+    std::vector<std::vector<float>> one(1, std::vector<float>(1024, 1.0f));  // 4 KiB
+    std::vector<double> t_rt, t_mpi;
+    for (int i = 0; i < 200; ++i) {
+      t_rt.push_back(run_step(*r, one, "l"));
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now_s();
+      MPI_Allreduce(MPI_IN_PLACE, one[0].data(), 1024, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      t_mpi.push_back(max_over_ranks(now_s() - t0));
+      std::fill(one[0].begin(), one[0].end(), 1.0f);
+    }
+    lat_rt = median(t_rt) * 1e6;
+    lat_mpi = median(t_mpi) * 1e6;
+    r->shutdown();
+  }
+
+  if (rank == 0) {
+    const double f = median(fused) * 1e3, u = median(unfused) * 1e3;
+    std::printf("negotiation bench, np=%d, %d steps per phase (median step of the slowest rank)\n",
+                n, steps);
+    std::printf("%-44s %12s %12s %8s\n", "", "on", "off", "off/on");
+    std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "fusion: step of 200 x 16 KiB", f, u, u / f);
+    std::printf("%-44s %10.1f us %10.1f us %8.2f\n", "cache: negotiation per working cycle",
+                negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0]);
+    std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "cache: step of 50 x 1 KiB", cache_step_ms[0],
+                cache_step_ms[1], cache_step_ms[1] / cache_step_ms[0]);
+    std::printf("%-44s %10.1f us %10.1f us\n", "latency 4 KiB: ringscope vs MPI_Allreduce", lat_rt,
+                lat_mpi);
+    char json[1024];
+    std::snprintf(json, sizeof(json),
+                  "{\"benchmark\":\"negotiation\",\"np\":%d,\"steps\":%d,"
+                  "\"fusion_on_step_ms\":%.3f,\"fusion_off_step_ms\":%.3f,\"fusion_speedup\":%.2f,"
+                  "\"cache_on_negotiate_us\":%.2f,\"cache_off_negotiate_us\":%.2f,"
+                  "\"cache_speedup\":%.2f,\"cache_on_step_ms\":%.3f,\"cache_off_step_ms\":%.3f,"
+                  "\"latency_4k_runtime_us\":%.2f,\"latency_4k_mpi_us\":%.2f}\n",
+                  n, steps, f, u, u / f, negotiate_us[0], negotiate_us[1],
+                  negotiate_us[1] / negotiate_us[0], cache_step_ms[0], cache_step_ms[1], lat_rt,
+                  lat_mpi);
+    std::fputs(json, stdout);
+    write_json(json_path, json);
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,129 @@
+// ringscope public C++ API: initialise the runtime, submit collectives on
+// named tensors from any thread, get completion through a callback.
+// Mirrors Horovod's core: allreduce / allgather / broadcast, negotiated across
+// ranks by name, fused and executed by one background thread per process.
+// Must compile as C++17 (TensorFlow's flags): tf_ops includes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ringscope/status.h"
+
+namespace ringscope {
+
+// Element types. 16-bit floats are accumulated in float32.
+enum class DataType : uint8_t {
+  kUInt8 = 0,
+  kInt32 = 1,
+  kInt64 = 2,
+  kFloat16 = 3,
+  kBFloat16 = 4,
+  kFloat32 = 5,
+  kFloat64 = 6,
+};
+
+enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
+
+// Which algorithm the CPU allreduce uses.
+enum class CpuAllreduce : uint8_t { kRing = 0, kMpi = 1 };
+
+size_t dtype_size(DataType dtype);
+const char* dtype_name(DataType dtype);
+const char* reduce_op_name(ReduceOp op);
+
+using Shape = std::vector<int64_t>;
+int64_t num_elements(const Shape& shape);
+
+// Called exactly once per submitted op, on the runtime's background thread,
+// with OK or the error that failed the op on this rank.
+using DoneCallback = std::function<void(const Status&)>;
+
+// For allgather: called (on the background thread) once the output shape is
+// known; returns where to write the output (at least num_elements * size bytes)
+// or nullptr to fail the op.
+using AllgatherAllocator = std::function<void*(const Shape& output_shape)>;
+
+// Settings that may change during a run. A change proposed on rank 0 takes
+// effect on every rank at the same cycle boundary.
+struct Settings {
+  int64_t fusion_threshold_bytes = 128ll << 20;  // 0 = fusion off
+  double cycle_time_ms = 1.0;                    // min period between cycles
+  bool cache_enabled = true;                     // response cache fast path
+};
+
+// Everything configurable at init. from_env() reads the RINGSCOPE_* (and, when
+// ours are unset, HOROVOD_*) variables; see docs/configuration.md.
+struct Options {
+  Settings settings;
+  int64_t cache_capacity = 1024;        // 0 = cache off for the whole run
+  double stall_check_seconds = 60.0;    // 0 = no stall warnings
+  double stall_shutdown_seconds = 0.0;  // 0 = never abort on a stall
+  double op_timeout_seconds = 300.0;    // a peer silent this long has failed
+  CpuAllreduce cpu_allreduce = CpuAllreduce::kRing;
+  int log_level = 1;       // 0 quiet, 1 warnings, 2 info, 3 debug
+  std::string trace_path;  // empty = tracing off
+
+  // Reads the environment on top of `defaults`. Invalid values fail with a
+  // message naming the variable and the accepted range.
+  static Status from_env(Options* out);
+};
+
+// ---- Process-wide runtime (one per process, like hvd.init()) ----
+
+// Initialise over MPI_COMM_WORLD (initialising MPI if needed) with options
+// from the environment. Safe to call twice (the second call is a no-op).
+Status init();
+Status init(const Options& options);
+// Stops the background thread; pending ops complete with kShutdown.
+void shutdown();
+bool is_initialized();
+
+int rank();
+int size();
+int local_rank();
+int local_size();
+int cross_rank();
+int cross_size();
+
+// Asynchronous collectives. `name` must be identical on every rank and unique
+// among ops in flight. `input` and `output` may be the same buffer; both must
+// stay valid until `done` runs. The returned status reports only immediate
+// rejection (not initialised, duplicate name, bad arguments); otherwise
+// `done` reports the outcome.
+Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
+                       const void* input, void* output, ReduceOp op, DoneCallback done,
+                       double prescale = 1.0, double postscale = 1.0);
+// Gathers along dim 0; dim 0 may differ per rank, other dims must agree.
+Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
+                       const void* input, AllgatherAllocator allocate, DoneCallback done);
+// In place: `buffer` on root_rank is sent to every rank's `buffer`.
+Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
+                       int root_rank, DoneCallback done);
+
+// Blocking wrappers: submit and wait for the callback.
+Status allreduce(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                 void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0);
+Status allgather(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                 std::vector<uint8_t>* output, Shape* output_shape);
+Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
+                 int root_rank);
+
+// Tracing (see docs/trace-schema.md). start_trace is collective: every rank
+// calls it; each writes <base>.rank<r>.sqlite. RINGSCOPE_TRACE=<base> starts
+// tracing at init. stop_trace finalises this rank's file.
+Status start_trace(const std::string& base_path);
+Status stop_trace();
+// Marks the end of a training step in the trace (for step-time analysis).
+void mark_step(int64_t step);
+
+// Proposes new settings. Only rank 0's proposal is applied (other ranks'
+// calls are ignored); all ranks switch at the same cycle boundary.
+Status propose_settings(const Settings& settings);
+// The settings in force on this rank right now.
+Settings current_settings();
+
+}  // namespace ringscope

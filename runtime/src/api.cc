@@ -1,0 +1,242 @@
+// The process-wide runtime behind the free functions of ringscope.h: the one
+// place that holds a Runtime for the process (like hvd.init()), plus MPI
+// initialisation and the blocking wrappers.
+#include <future>
+#include <mutex>
+
+#include "mpi_transport.h"
+#include "ringscope/ringscope_mpi.h"
+#include "runtime.h"
+
+namespace ringscope {
+namespace {
+
+struct ProcessRuntime {
+  std::mutex mu;
+  std::unique_ptr<Runtime> runtime;
+  bool we_initialized_mpi = false;
+};
+
+ProcessRuntime& process() {
+  static ProcessRuntime p;
+  return p;
+}
+
+Runtime* current() {
+  ProcessRuntime& p = process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.runtime.get();
+}
+
+Status not_initialized() {
+  return Status(StatusCode::kNotInitialized, "ringscope is not initialised: call init() first");
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
+  }
+}
+
+Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("MPI was initialised with ") + thread_level_name(provided) +
+                      "; ringscope calls MPI from its background thread and needs "
+                      "MPI_THREAD_SERIALIZED or higher (use MPI_Init_thread)");
+  std::unique_ptr<MpiTransport> transport;
+  Status s = MpiTransport::create(comm, &transport);
+  if (!s.ok()) return s;
+  const Topology topo = transport->topology();
+  Status s2 = Runtime::create(std::move(transport), topo, options, &p.runtime);
+  if (!s2.ok() || options.trace_path.empty()) return s2;
+  s2 = p.runtime->start_trace(options.trace_path);
+  if (!s2.ok()) {
+    p.runtime->shutdown();
+    p.runtime.reset();
+  }
+  return s2;
+}
+
+}  // namespace
+
+Status init() {
+  Options options;
+  Status s = Options::from_env(&options);
+  if (!s.ok()) return s;
+  return init(options);
+}
+
+Status init(const Options& options) {
+  ProcessRuntime& p = process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.runtime) return Status::OK();
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return Status(StatusCode::kInvalidArgument,
+                  "MPI has already been finalised in this process; ringscope cannot start again");
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      return Status(StatusCode::kInternal, "MPI_Init_thread failed");
+    p.we_initialized_mpi = true;
+  }
+  return init_locked(p, MPI_COMM_WORLD, options);
+}
+
+Status init(MPI_Comm comm, const Options& options) {
+  ProcessRuntime& p = process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.runtime) return Status::OK();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return Status(StatusCode::kInvalidArgument, "init(comm) needs MPI to be initialised first");
+  return init_locked(p, comm, options);
+}
+
+void shutdown() {
+  ProcessRuntime& p = process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (!p.runtime) return;
+  p.runtime->shutdown();
+  p.runtime.reset();
+  if (p.we_initialized_mpi) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+    p.we_initialized_mpi = false;
+  }
+}
+
+bool is_initialized() { return current() != nullptr; }
+
+#define RINGSCOPE_TOPOLOGY_GETTER(field)   \
+  int field() {                            \
+    Runtime* rt = current();               \
+    return rt ? rt->topology().field : -1; \
+  }
+RINGSCOPE_TOPOLOGY_GETTER(rank)
+RINGSCOPE_TOPOLOGY_GETTER(size)
+RINGSCOPE_TOPOLOGY_GETTER(local_rank)
+RINGSCOPE_TOPOLOGY_GETTER(local_size)
+RINGSCOPE_TOPOLOGY_GETTER(cross_rank)
+RINGSCOPE_TOPOLOGY_GETTER(cross_size)
+#undef RINGSCOPE_TOPOLOGY_GETTER
+
+Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
+                       const void* input, void* output, ReduceOp op, DoneCallback done,
+                       double prescale, double postscale) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  TensorEntry e;
+  e.req = Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape};
+  e.input = input;
+  e.output = output;
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
+
+Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
+                       const void* input, AllgatherAllocator allocate, DoneCallback done) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  TensorEntry e;
+  e.req = Request{name, OpType::kAllgather, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape};
+  e.input = input;
+  e.allocate = std::move(allocate);
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
+
+Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
+                       int root_rank, DoneCallback done) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  TensorEntry e;
+  e.req = Request{name, OpType::kBroadcast, dtype, ReduceOp::kSum, root_rank, 1.0, 1.0, shape};
+  e.input = buffer;
+  e.output = buffer;
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
+
+namespace {
+// Submits through `submit` and waits for the callback. The runtime
+// guarantees the callback (completion, error, timeout or shutdown).
+template <typename Submit>
+Status wait_for(Submit&& submit) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = promise->get_future();
+  Status s = submit([promise](const Status& st) { promise->set_value(st); });
+  if (!s.ok()) return s;
+  return result.get();
+}
+}  // namespace
+
+Status allreduce(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                 void* output, ReduceOp op, double prescale, double postscale) {
+  return wait_for([&](DoneCallback cb) {
+    return allreduce_async(name, dtype, shape, input, output, op, std::move(cb), prescale,
+                           postscale);
+  });
+}
+
+Status allgather(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                 std::vector<uint8_t>* output, Shape* output_shape) {
+  auto allocate = [output, output_shape, dtype](const Shape& s) -> void* {
+    *output_shape = s;
+    output->resize(static_cast<size_t>(num_elements(s)) * dtype_size(dtype));
+    return output->data();
+  };
+  return wait_for([&](DoneCallback cb) {
+    return allgather_async(name, dtype, shape, input, allocate, std::move(cb));
+  });
+}
+
+Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
+                 int root_rank) {
+  return wait_for([&](DoneCallback cb) {
+    return broadcast_async(name, dtype, shape, buffer, root_rank, std::move(cb));
+  });
+}
+
+Status propose_settings(const Settings& settings) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  return rt->propose_settings(settings);
+}
+
+Status start_trace(const std::string& base_path) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  return rt->start_trace(base_path);
+}
+
+Status stop_trace() {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  return rt->stop_trace();
+}
+
+void mark_step(int64_t step) {
+  if (Runtime* rt = current()) rt->mark_step(step);
+}
+
+Settings current_settings() {
+  Runtime* rt = current();
+  return rt ? rt->settings() : Settings{};
+}
+
+}  // namespace ringscope

@@ -1,0 +1,45 @@
+// What a collective algorithm gets besides its buffers: the transport, the
+// timeout, scratch space owned by the runtime, and where to record its steps
+// (identifying the collective by cycle and index so steps join across ranks).
+#pragma once
+
+#include <cstdint>
+
+#include "host_buffer.h"
+#include "ringscope/recorder.h"
+#include "transport.h"
+
+namespace ringscope {
+
+struct CollectiveContext {
+  Transport* transport = nullptr;
+  double timeout_seconds = 300.0;  // per wait: no progress for this long fails
+  HostBuffer* scratch = nullptr;   // grow-only scratch (ring receive space)
+  size_t min_segment_bytes = 64 << 10;
+  size_t max_segment_bytes = 1 << 20;
+  Recorder* recorder = nullptr;  // null = not tracing
+  int64_t cycle = -1;
+  int32_t seq_index = -1;
+  int32_t name_id = -1;
+
+  Deadline deadline() const { return Deadline::after(timeout_seconds); }
+  int64_t now() const { return recorder ? recorder->now_ns() : 0; }
+  void record_step(EventKind kind, int64_t start, int step, int peer_send, int peer_recv,
+                   int64_t bytes) const {
+    if (!recorder) return;
+    TraceEvent e;
+    e.kind = static_cast<uint16_t>(kind);
+    e.start_ns = start;
+    e.end_ns = recorder->now_ns();
+    e.cycle = cycle;
+    e.seq_index = seq_index;
+    e.name_id = name_id;
+    e.step = step;
+    e.peer_send = peer_send;
+    e.peer_recv = peer_recv;
+    e.bytes = bytes;
+    recorder->record(e);
+  }
+};
+
+}  // namespace ringscope

@@ -1,0 +1,105 @@
+// Environment configuration. Our RINGSCOPE_* variables win; Horovod's
+// HOROVOD_FUSION_THRESHOLD / HOROVOD_CYCLE_TIME / HOROVOD_CACHE_CAPACITY are
+// honoured when ours are unset, so existing job scripts keep working.
+#include "config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace ringscope {
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Status parse_int(const std::string& var, const std::string& text, int64_t lo, int64_t hi,
+                 int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0' || v < lo || v > hi)
+    return Status(StatusCode::kInvalidArgument,
+                  var + "='" + text + "' is invalid: expected an integer in [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  *out = v;
+  return Status::OK();
+}
+
+Status parse_double(const std::string& var, const std::string& text, double lo, double hi,
+                    double* out) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+    std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    return Status(StatusCode::kInvalidArgument,
+                  var + "='" + text + "' is invalid: expected a number in " + range);
+  }
+  *out = v;
+  return Status::OK();
+}
+
+Status options_from_env(const EnvLookup& env, Options* out) {
+  Options o = *out;
+  // First of `names` that is set.
+  auto first = [&](std::initializer_list<const char*> names)
+      -> std::optional<std::pair<std::string, std::string>> {
+    for (const char* n : names)
+      if (auto v = env(n)) return std::make_pair(std::string(n), *v);
+    return std::nullopt;
+  };
+  Status s;
+  if (auto v = first({"RINGSCOPE_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD"})) {
+    s = parse_int(v->first, v->second, 0, int64_t{1} << 40, &o.settings.fusion_threshold_bytes);
+    if (!s.ok()) return s;
+  }
+  if (auto v = first({"RINGSCOPE_CYCLE_TIME", "HOROVOD_CYCLE_TIME"})) {
+    s = parse_double(v->first, v->second, 0.0, 10000.0, &o.settings.cycle_time_ms);
+    if (!s.ok()) return s;
+  }
+  if (auto v = first({"RINGSCOPE_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY"})) {
+    s = parse_int(v->first, v->second, 0, 1 << 20, &o.cache_capacity);
+    if (!s.ok()) return s;
+  }
+  o.settings.cache_enabled = o.cache_capacity > 0;
+  if (auto v = env("RINGSCOPE_STALL_CHECK_SECONDS")) {
+    s = parse_double("RINGSCOPE_STALL_CHECK_SECONDS", *v, 0.0, 1e6, &o.stall_check_seconds);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_STALL_SHUTDOWN_SECONDS")) {
+    s = parse_double("RINGSCOPE_STALL_SHUTDOWN_SECONDS", *v, 0.0, 1e6, &o.stall_shutdown_seconds);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_OP_TIMEOUT_SECONDS")) {
+    s = parse_double("RINGSCOPE_OP_TIMEOUT_SECONDS", *v, 0.1, 1e6, &o.op_timeout_seconds);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_CPU_ALLREDUCE")) {
+    if (*v == "ring") {
+      o.cpu_allreduce = CpuAllreduce::kRing;
+    } else if (*v == "mpi") {
+      o.cpu_allreduce = CpuAllreduce::kMpi;
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    "RINGSCOPE_CPU_ALLREDUCE='" + *v + "' is invalid: expected 'ring' or 'mpi'");
+    }
+  }
+  if (auto v = env("RINGSCOPE_LOG_LEVEL")) {
+    int64_t level = 0;
+    s = parse_int("RINGSCOPE_LOG_LEVEL", *v, 0, 3, &level);
+    if (!s.ok()) return s;
+    o.log_level = static_cast<int>(level);
+  }
+  if (auto v = env("RINGSCOPE_TRACE")) o.trace_path = *v;
+  *out = o;
+  return Status::OK();
+}
+
+Status Options::from_env(Options* out) { return options_from_env(process_env(), out); }
+
+}  // namespace ringscope

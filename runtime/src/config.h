@@ -1,0 +1,25 @@
+// Parsing of RINGSCOPE_* / HOROVOD_* environment variables into Options.
+// Each parser names the variable and the accepted range in its error.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ringscope/ringscope.h"
+
+namespace ringscope {
+
+// Looks a variable up; injectable so tests need not touch the real env.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup process_env();
+
+Status options_from_env(const EnvLookup& env, Options* out);
+
+// Strict number parsing: the whole string must be a number within range.
+Status parse_int(const std::string& var, const std::string& text, int64_t lo, int64_t hi,
+                 int64_t* out);
+Status parse_double(const std::string& var, const std::string& text, double lo, double hi,
+                    double* out);
+
+}  // namespace ringscope

@@ -1,0 +1,148 @@
+// Coordinator: readiness counting, cross-rank validation, stall reports.
+#include "coordinator.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "text_format.h"
+
+namespace ringscope {
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+std::string scale_string(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Groups ranks by the value of one field; more than one group = mismatch.
+std::string describe_mismatch(const std::string& name, const char* field,
+                              const std::vector<std::optional<Request>>& reqs,
+                              const std::function<std::string(const Request&)>& value) {
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<std::string> order;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    std::string v = value(*reqs[r]);
+    if (!groups.count(v)) order.push_back(v);
+    groups[v].push_back(static_cast<int>(r));
+  }
+  if (groups.size() <= 1) return "";
+  std::string msg = std::string("Mismatched ") + field + " for tensor '" + name + "': ";
+  for (size_t i = 0; i < order.size(); ++i)
+    msg += (i ? "; " : "") + order[i] + " on " + rank_list(groups[order[i]]);
+  return msg;
+}
+
+}  // namespace
+
+Response Coordinator::validate(const std::string& name,
+                               const std::vector<std::optional<Request>>& reqs) const {
+  Response resp;
+  resp.tensor = *reqs[0];
+  const OpType op = reqs[0]->op;
+  std::vector<std::pair<const char*, std::function<std::string(const Request&)>>> checks = {
+      {"operation", [](const Request& r) { return std::string(op_type_name(r.op)); }},
+      {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
+  };
+  if (op == OpType::kAllreduce) {
+    checks.push_back(
+        {"reduce op", [](const Request& r) { return std::string(reduce_op_name(r.reduce)); }});
+    checks.push_back(
+        {"prescale factor", [](const Request& r) { return scale_string(r.prescale); }});
+    checks.push_back(
+        {"postscale factor", [](const Request& r) { return scale_string(r.postscale); }});
+  }
+  if (op == OpType::kBroadcast)
+    checks.push_back({"root rank", [](const Request& r) { return std::to_string(r.root); }});
+  if (op == OpType::kAllgather) {
+    checks.push_back({"rank (number of dimensions)",
+                      [](const Request& r) { return std::to_string(r.shape.size()); }});
+    checks.push_back({"shape (dimensions after the first)", [](const Request& r) {
+                        if (r.shape.empty()) return std::string("[]");
+                        return shape_string(Shape(r.shape.begin() + 1, r.shape.end()));
+                      }});
+  } else {
+    checks.push_back({"shape", [](const Request& r) { return shape_string(r.shape); }});
+  }
+  for (auto& [field, value] : checks) {
+    std::string msg = describe_mismatch(name, field, reqs, value);
+    if (!msg.empty()) {
+      resp.kind = Response::Kind::kError;
+      resp.error = msg;
+      return resp;
+    }
+  }
+  if (op == OpType::kAllgather && resp.tensor.shape.empty()) {
+    resp.kind = Response::Kind::kError;
+    resp.error = "allgather of tensor '" + name + "' needs at least one dimension";
+    return resp;
+  }
+  if (op == OpType::kBroadcast && (resp.tensor.root < 0 || resp.tensor.root >= size_)) {
+    resp.kind = Response::Kind::kError;
+    resp.error = "broadcast of tensor '" + name + "': root rank " +
+                 std::to_string(resp.tensor.root) + " is outside 0.." + std::to_string(size_ - 1);
+    return resp;
+  }
+  if (op == OpType::kAllgather)
+    for (const auto& r : reqs) resp.first_dims.push_back(r->shape[0]);
+  return resp;
+}
+
+void Coordinator::add(int rank, const Request& req, std::vector<Response>* ready) {
+  Entry& e = table_[req.name];
+  if (e.by_rank.empty()) e.by_rank.resize(size_);
+  if (e.by_rank[rank]) {
+    e.duplicate_error = "tensor '" + req.name + "' was submitted twice by rank " +
+                        std::to_string(rank) + " before it ran";
+    return;
+  }
+  e.by_rank[rank] = req;
+  if (++e.count < size_) return;
+  Response resp = validate(req.name, e.by_rank);
+  if (!e.duplicate_error.empty()) {
+    resp.kind = Response::Kind::kError;
+    resp.error = e.duplicate_error;
+  }
+  table_.erase(req.name);
+  ready->push_back(std::move(resp));
+}
+
+std::string Coordinator::stall_report(const std::vector<RequestList>& lists, int64_t warn_ms,
+                                      int64_t* oldest_ms) const {
+  // name -> (ranks that have it, max age)
+  std::map<std::string, std::pair<std::vector<int>, int64_t>> names;
+  for (size_t r = 0; r < lists.size(); ++r)
+    for (size_t i = 0; i < lists[r].pending_names.size(); ++i) {
+      auto& entry = names[lists[r].pending_names[i]];
+      entry.first.push_back(static_cast<int>(r));
+      entry.second = std::max(entry.second, lists[r].pending_age_ms[i]);
+    }
+  std::string report;
+  *oldest_ms = 0;
+  int listed = 0;
+  for (auto& [name, info] : names) {
+    if (info.first.size() == lists.size() || info.second < warn_ms) continue;
+    std::vector<int> missing;
+    for (int r = 0; r < static_cast<int>(lists.size()); ++r)
+      if (!std::count(info.first.begin(), info.first.end(), r)) missing.push_back(r);
+    *oldest_ms = std::max(*oldest_ms, info.second);
+    if (listed++ < 20)
+      report += "\n  tensor '" + name + "' waited " + format_seconds(info.second / 1000.0) +
+                ": submitted by " + rank_list(info.first) + ", missing on " + rank_list(missing);
+  }
+  if (report.empty()) return "";
+  if (listed > 20) report += "\n  ... and " + std::to_string(listed - 20) + " more tensors";
+  return "Stall: some ranks have not submitted tensors that others are waiting on "
+         "(a rank is behind, stuck, or uses different tensor names):" +
+         report;
+}
+
+}  // namespace ringscope

@@ -1,0 +1,47 @@
+// The coordinator's message table (rank 0 only). It counts, per tensor name,
+// which ranks have asked for it; when every rank has, it validates that they
+// agree (op, dtype, shape, reduce op, root, scale factors) and emits a run or
+// an error response. Ready tensors are emitted in the order they became
+// ready, which fixes the execution order on every rank.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "messages.h"
+
+namespace ringscope {
+
+class Coordinator {
+ public:
+  explicit Coordinator(int world_size) : size_(world_size) {}
+
+  // Records `req` from `rank`. Appends the response to *ready when this
+  // request completes the set. A rank asking twice for one name before it ran
+  // is itself an error (reported on the response).
+  void add(int rank, const Request& req, std::vector<Response>* ready);
+
+  // Builds the stall report from every rank's pending names (index = rank).
+  // Returns "" when no name has waited at least `warn_ms` on some rank;
+  // *oldest_ms gets the age of the oldest such name.
+  std::string stall_report(const std::vector<RequestList>& lists, int64_t warn_ms,
+                           int64_t* oldest_ms) const;
+
+  size_t pending() const { return table_.size(); }
+
+ private:
+  Response validate(const std::string& name, const std::vector<std::optional<Request>>& reqs) const;
+
+  struct Entry {
+    std::vector<std::optional<Request>> by_rank;
+    int count = 0;
+    std::string duplicate_error;
+  };
+  int size_;
+  std::unordered_map<std::string, Entry> table_;
+};
+
+}  // namespace ringscope

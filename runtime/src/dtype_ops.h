@@ -1,0 +1,21 @@
+// Element-wise kernels the collectives need, for every DataType: combine a
+// received segment into a local one (sum/min/max), scale a buffer, and copy
+// with scaling. 16-bit floats are widened to float32 for the arithmetic.
+#pragma once
+
+#include <cstddef>
+
+#include "ringscope/ringscope.h"
+
+namespace ringscope {
+
+// dst[i] = op(dst[i], src[i]) for count elements. Average combines as Sum.
+void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t count);
+
+// buf[i] *= factor (integers are scaled in double and truncated).
+void scale_in_place(DataType dtype, void* buf, size_t count, double factor);
+
+// dst[i] = src[i] * factor; a plain memcpy when factor == 1.
+void copy_scaled(DataType dtype, void* dst, const void* src, size_t count, double factor);
+
+}  // namespace ringscope

@@ -1,0 +1,63 @@
+// What ranks tell the coordinator (Request) and what it answers (Response),
+// and their byte encoding for the control plane. Decoding validates every
+// length so a malformed message is an error, not a crash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ringscope/ringscope.h"
+
+namespace ringscope {
+
+enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+const char* op_type_name(OpType op);
+
+// One rank's wish to run a collective on a named tensor.
+struct Request {
+  std::string name;
+  OpType op = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Shape shape;
+};
+
+// The coordinator's decision for one tensor; identical on every rank.
+struct Response {
+  enum class Kind : uint8_t { kRun = 0, kError = 1 };
+  Kind kind = Kind::kRun;
+  Request tensor;                   // the agreed parameters (rank 0's shape)
+  std::vector<int64_t> first_dims;  // allgather: dim 0 of every rank
+  std::string error;                // kError: the message, naming ranks
+  bool from_cache = false;          // fast path (set locally, not encoded)
+  size_t bytes() const;             // payload on one rank (allreduce/bcast)
+};
+
+// Everything a rank sends the coordinator in one slow-path cycle.
+struct RequestList {
+  std::vector<Request> requests;
+  // Names this rank is waiting on, with their age in ms; sent only when a
+  // stall check was requested this cycle.
+  std::vector<std::string> pending_names;
+  std::vector<int64_t> pending_age_ms;
+};
+
+// The coordinator's answer for one slow-path cycle.
+struct ResponseList {
+  std::vector<Response> responses;
+  std::string stall_warning;  // non-empty: some ranks are missing tensors
+  bool abort = false;         // stall shutdown: fail everything
+};
+
+std::vector<uint8_t> encode(const RequestList& list);
+std::vector<uint8_t> encode(const ResponseList& list);
+Status decode(const std::vector<uint8_t>& bytes, RequestList* out);
+Status decode(const std::vector<uint8_t>& bytes, ResponseList* out);
+
+std::string shape_string(const Shape& shape);
+
+}  // namespace ringscope

@@ -1,0 +1,225 @@
+// MPI transport: every operation is non-blocking and polled, so a dead or
+// stalled peer turns into a kTimeout instead of a hang.
+#include "mpi_transport.h"
+
+#include <sched.h>
+
+#include <climits>
+#include <thread>
+
+#include "text_format.h"
+
+namespace ringscope {
+namespace {
+
+Status mpi_error(int code, const char* what, int rank, int peer = -1) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return Status(StatusCode::kPeerFailure, std::string(what) + ": " + std::string(text, len), rank,
+                peer);
+}
+
+class MpiOp : public PendingOp {
+ public:
+  ~MpiOp() override {
+    if (req != MPI_REQUEST_NULL) {
+      MPI_Cancel(&req);
+      MPI_Request_free(&req);
+    }
+  }
+  bool test(Status* status) override {
+    int flag = 0;
+    int rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      *status = mpi_error(rc, is_send ? "MPI send failed" : "MPI receive failed", self, peer);
+      return true;
+    }
+    return flag != 0;
+  }
+  MPI_Request req = MPI_REQUEST_NULL;
+};
+
+// A failed post is reported through test(), so callers handle one path.
+class FailedOp : public PendingOp {
+ public:
+  explicit FailedOp(Status s) : status_(std::move(s)) {}
+  bool test(Status* status) override {
+    *status = status_;
+    return true;
+  }
+
+ private:
+  Status status_;
+};
+
+bool mpi_datatype(DataType dtype, MPI_Datatype* out) {
+  switch (dtype) {
+    case DataType::kUInt8:
+      *out = MPI_UINT8_T;
+      return true;
+    case DataType::kInt32:
+      *out = MPI_INT32_T;
+      return true;
+    case DataType::kInt64:
+      *out = MPI_INT64_T;
+      return true;
+    case DataType::kFloat32:
+      *out = MPI_FLOAT;
+      return true;
+    case DataType::kFloat64:
+      *out = MPI_DOUBLE;
+      return true;
+    default:
+      return false;  // no MPI type for 16-bit floats
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    default:
+      return MPI_SUM;
+  }
+}
+
+}  // namespace
+
+Status MpiTransport::create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out) {
+  std::unique_ptr<MpiTransport> t(new MpiTransport());
+  if (MPI_Comm_dup(comm, &t->comm_) != MPI_SUCCESS)
+    return Status(StatusCode::kInternal, "MPI_Comm_dup failed");
+  MPI_Comm_set_errhandler(t->comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(t->comm_, &t->topo_.rank);
+  MPI_Comm_size(t->comm_, &t->topo_.size);
+  MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+  MPI_Comm_split_type(t->comm_, MPI_COMM_TYPE_SHARED, t->topo_.rank, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &t->topo_.local_rank);
+  MPI_Comm_size(local, &t->topo_.local_size);
+  MPI_Comm_split(t->comm_, t->topo_.local_rank, t->topo_.rank, &cross);
+  MPI_Comm_rank(cross, &t->topo_.cross_rank);
+  MPI_Comm_size(cross, &t->topo_.cross_size);
+  MPI_Comm_free(&local);
+  MPI_Comm_free(&cross);
+  *out = std::move(t);
+  return Status::OK();
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+PendingOpPtr MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
+  auto op = std::make_unique<MpiOp>();
+  op->self = topo_.rank;
+  op->peer = peer;
+  op->bytes = bytes;
+  op->is_send = true;
+  if (bytes > static_cast<size_t>(INT_MAX))
+    return std::make_unique<FailedOp>(
+        Status(StatusCode::kInternal, "message over 2 GiB", topo_.rank, peer));
+  int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &op->req);
+  if (rc != MPI_SUCCESS)
+    return std::make_unique<FailedOp>(mpi_error(rc, "MPI_Isend", topo_.rank, peer));
+  return op;
+}
+
+PendingOpPtr MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
+  auto op = std::make_unique<MpiOp>();
+  op->self = topo_.rank;
+  op->peer = peer;
+  op->bytes = bytes;
+  if (bytes > static_cast<size_t>(INT_MAX))
+    return std::make_unique<FailedOp>(
+        Status(StatusCode::kInternal, "message over 2 GiB", topo_.rank, peer));
+  int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &op->req);
+  if (rc != MPI_SUCCESS)
+    return std::make_unique<FailedOp>(mpi_error(rc, "MPI_Irecv", topo_.rank, peer));
+  return op;
+}
+
+Status MpiTransport::wait_request(MPI_Request* req, Deadline deadline, const char* what,
+                                  WaitMode mode) {
+  MpiOp op;
+  op.self = topo_.rank;
+  op.req = *req;
+  *req = MPI_REQUEST_NULL;
+  Status s = wait_op(op, deadline, mode);
+  if (s.code() == StatusCode::kTimeout)
+    return Status(StatusCode::kTimeout,
+                  std::string(what) + " did not complete within " +
+                      format_seconds(deadline.seconds) +
+                      ": a rank may have died or stopped running its background loop",
+                  topo_.rank);
+  return s;
+}
+
+Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
+                                    std::vector<std::vector<uint8_t>>* all, Deadline deadline) {
+  const int n = topo_.size;
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(topo_.rank == 0 ? n : 0);
+  MPI_Request req;
+  MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_, &req);
+  Status s = wait_request(&req, deadline, "negotiation gather (sizes)", WaitMode::kControl);
+  if (!s.ok()) return s;
+  std::vector<int> displs;
+  std::vector<uint8_t> flat;
+  if (topo_.rank == 0) {
+    displs.resize(n);
+    int total = 0;
+    for (int r = 0; r < n; ++r) {
+      displs[r] = total;
+      total += lens[r];
+    }
+    flat.resize(total);
+  }
+  MPI_Igatherv(mine.data(), len, MPI_BYTE, flat.data(), lens.data(), displs.data(), MPI_BYTE, 0,
+               comm_, &req);
+  s = wait_request(&req, deadline, "negotiation gather (requests)", WaitMode::kControl);
+  if (!s.ok() || topo_.rank != 0) return s;
+  all->assign(n, {});
+  for (int r = 0; r < n; ++r)
+    (*all)[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + lens[r]);
+  return Status::OK();
+}
+
+Status MpiTransport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) {
+  int len = static_cast<int>(data->size());
+  MPI_Request req;
+  MPI_Ibcast(&len, 1, MPI_INT, 0, comm_, &req);
+  Status s = wait_request(&req, deadline, "negotiation broadcast (size)", WaitMode::kControl);
+  if (!s.ok()) return s;
+  data->resize(len);
+  MPI_Ibcast(data->data(), len, MPI_BYTE, 0, comm_, &req);
+  return wait_request(&req, deadline, "negotiation broadcast (responses)", WaitMode::kControl);
+}
+
+Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline) {
+  MPI_Request req;
+  MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()), MPI_UINT64_T,
+                 MPI_BAND, comm_, &req);
+  return wait_request(&req, deadline, "negotiation allreduce (ready bits)", WaitMode::kControl);
+}
+
+Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
+                                      Deadline deadline) {
+  MPI_Datatype type;
+  if (!mpi_datatype(dtype, &type))
+    return Status(StatusCode::kUnimplemented,
+                  std::string("MPI_Allreduce has no type for ") + dtype_name(dtype), topo_.rank);
+  if (count > static_cast<size_t>(INT_MAX))
+    return Status(StatusCode::kUnimplemented, "MPI_Allreduce count over INT_MAX", topo_.rank);
+  MPI_Request req;
+  int rc =
+      MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), type, mpi_op(op), comm_, &req);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce", topo_.rank);
+  return wait_request(&req, deadline, "MPI_Allreduce", WaitMode::kData);
+}
+
+}  // namespace ringscope

@@ -1,0 +1,40 @@
+// The MPI implementation of Transport: point-to-point with MPI_Isend/Irecv
+// and the control plane with MPI's non-blocking collectives, all polled with
+// MPI_Test so every wait honours its deadline. Works on a private duplicate
+// of the user's communicator so user MPI traffic never matches ours.
+#pragma once
+
+#include <mpi.h>
+
+#include "transport.h"
+
+namespace ringscope {
+
+class MpiTransport : public Transport {
+ public:
+  // Duplicates `comm`; the duplicate is freed in the destructor.
+  static Status create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out);
+  ~MpiTransport() override;
+
+  int rank() const override { return topo_.rank; }
+  int size() const override { return topo_.size; }
+  const Topology& topology() const { return topo_; }
+
+  PendingOpPtr isend(int peer, const void* data, size_t bytes, int tag) override;
+  PendingOpPtr irecv(int peer, void* data, size_t bytes, int tag) override;
+  Status gather_to_root(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                        Deadline deadline) override;
+  Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) override;
+  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline) override;
+  Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
+                          Deadline deadline) override;
+
+ private:
+  MpiTransport() = default;
+  Status wait_request(MPI_Request* req, Deadline deadline, const char* what, WaitMode mode);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  Topology topo_;
+};
+
+}  // namespace ringscope

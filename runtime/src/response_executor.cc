@@ -1,0 +1,201 @@
+// Execution of agreed responses: fusion copy-in, collective, copy-out.
+#include "response_executor.h"
+
+#include <cstring>
+
+#include "chain_broadcast.h"
+#include "dtype_ops.h"
+#include "ring_allgather.h"
+#include "ring_allreduce.h"
+
+namespace ringscope {
+
+void ResponseExecutor::record(const ExecutionParams& p, EventKind kind, int64_t start,
+                              int32_t seq_index, int32_t name_id, int64_t bytes, int64_t value,
+                              int32_t aux, int32_t step) const {
+  if (!p.recorder) return;
+  TraceEvent e;
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = start;
+  e.end_ns = p.recorder->now_ns();
+  e.cycle = p.cycle;
+  e.seq_index = seq_index;
+  e.name_id = name_id;
+  e.bytes = bytes;
+  e.value = value;
+  e.aux = aux;
+  e.step = step;
+  p.recorder->record(e);
+}
+
+CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t seq_index,
+                                            int32_t name_id) {
+  CollectiveContext ctx;
+  ctx.transport = transport_;
+  ctx.timeout_seconds = p.timeout_seconds;
+  ctx.scratch = &scratch_;
+  ctx.recorder = p.recorder;
+  ctx.cycle = p.cycle;
+  ctx.seq_index = seq_index;
+  ctx.name_id = name_id;
+  return ctx;
+}
+
+Status ResponseExecutor::execute(const std::vector<Response>& responses,
+                                 const std::vector<TensorEntry*>& entries, const ExecutionParams& p,
+                                 std::vector<Status>* results) {
+  // Until a group has run, its members carry the status of "not run".
+  const Status not_run(StatusCode::kInternal, "not executed", transport_->rank());
+  results->assign(responses.size(), not_run);
+  for (const FusionGroup& g : plan_fusion(responses, p.fusion_threshold_bytes)) {
+    const size_t first = g.members[0];
+    const Response& r = responses[first];
+    if (r.kind == Response::Kind::kError) {
+      (*results)[first] = Status(StatusCode::kMismatch, r.error, transport_->rank());
+      continue;
+    }
+    Status s, local;
+    switch (r.tensor.op) {
+      case OpType::kAllreduce:
+        s = run_allreduce(g, responses, entries, p);
+        break;
+      case OpType::kAllgather:
+        s = run_allgather(first, r, *entries[first], p, &local);
+        break;
+      case OpType::kBroadcast:
+        s = run_broadcast(first, r, *entries[first], p);
+        break;
+    }
+    if (!s.ok()) {
+      // A broken collective fails this op and everything not yet run.
+      for (Status& res : *results)
+        if (res.code() == StatusCode::kInternal && res.message() == "not executed") res = s;
+      return s;
+    }
+    for (size_t m : g.members) (*results)[m] = local;
+  }
+  return Status::OK();
+}
+
+Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
+                                       const std::vector<TensorEntry*>& entries,
+                                       const ExecutionParams& p) {
+  const size_t first = g.members[0];
+  const Request& t = responses[first].tensor;
+  const size_t es = dtype_size(t.dtype);
+  const int n = transport_->size();
+  const double post = t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0);
+  const int32_t seq = static_cast<int32_t>(first);
+  const int32_t name_id = entries[first]->name_id;
+  auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
+
+  // Copy in.
+  const int64_t group_start = now();
+  uint8_t* buffer;
+  if (g.fused()) {
+    fusion_.reserve(g.bytes);
+    if (fusion_.size() < g.bytes)
+      return Status(StatusCode::kInternal, "cannot allocate the fusion buffer", transport_->rank());
+    buffer = fusion_.data();
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      TensorEntry& e = *entries[g.members[i]];
+      const size_t bytes = responses[g.members[i]].bytes();
+      copy_scaled(t.dtype, buffer + g.offsets[i], e.input, bytes / es, t.prescale);
+      record(p, EventKind::kFusionMember, now(), static_cast<int32_t>(g.members[i]), e.name_id,
+             static_cast<int64_t>(bytes), static_cast<int64_t>(g.offsets[i]), 0,
+             static_cast<int32_t>(i));
+    }
+    record(p, EventKind::kMemcpyIn, group_start, seq, name_id, static_cast<int64_t>(g.bytes));
+  } else {
+    TensorEntry& e = *entries[first];
+    buffer = static_cast<uint8_t*>(e.output);
+    if (e.input != e.output || t.prescale != 1.0) {
+      copy_scaled(t.dtype, buffer, e.input, g.bytes / es, t.prescale);
+      record(p, EventKind::kMemcpyIn, group_start, seq, name_id, static_cast<int64_t>(g.bytes));
+    }
+  }
+
+  // Collective.
+  const int64_t coll_start = now();
+  const CollectiveContext ctx = context(p, seq, name_id);
+  Status s(StatusCode::kUnimplemented, "");
+  EventKind kind = EventKind::kAllreduce;
+  if (p.algorithm == CpuAllreduce::kMpi) {
+    s = transport_->native_allreduce(buffer, g.bytes / es, t.dtype, t.reduce, ctx.deadline());
+    kind = EventKind::kMpiAllreduce;
+  }
+  if (s.code() == StatusCode::kUnimplemented) {
+    kind = EventKind::kAllreduce;
+    s = ring_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
+  }
+  if (!s.ok()) return s;
+  record(p, kind, coll_start, seq, name_id, static_cast<int64_t>(g.bytes), 0,
+         static_cast<int32_t>(g.members.size()));
+
+  // Copy out.
+  const int64_t out_start = now();
+  if (g.fused()) {
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      TensorEntry& e = *entries[g.members[i]];
+      copy_scaled(t.dtype, e.output, buffer + g.offsets[i], responses[g.members[i]].bytes() / es,
+                  post);
+    }
+    record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
+    record(p, EventKind::kFusion, group_start, seq, name_id, static_cast<int64_t>(g.bytes), 0,
+           static_cast<int32_t>(g.members.size()));
+  } else if (post != 1.0) {
+    scale_in_place(t.dtype, buffer, g.bytes / es, post);
+    record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
+  }
+  return Status::OK();
+}
+
+Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEntry& e,
+                                       const ExecutionParams& p, Status* result) {
+  const int n = transport_->size(), me = transport_->rank();
+  Shape row = r.tensor.shape;
+  row[0] = 1;
+  const size_t row_bytes = static_cast<size_t>(num_elements(row)) * dtype_size(r.tensor.dtype);
+  std::vector<size_t> blocks(n);
+  Shape out_shape = r.tensor.shape;
+  out_shape[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    blocks[i] = static_cast<size_t>(r.first_dims[i]) * row_bytes;
+    out_shape[0] += r.first_dims[i];
+  }
+  size_t total = 0, my_offset = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i == me) my_offset = total;
+    total += blocks[i];
+  }
+  const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
+  uint8_t* out = e.allocate ? static_cast<uint8_t*>(e.allocate(out_shape)) : nullptr;
+  if (!out && total > 0) {
+    // Still take part, so the other ranks' ring completes; then fail locally.
+    *result =
+        Status(StatusCode::kInvalidArgument,
+               "allgather of '" + r.tensor.name + "': the output allocator returned no memory", me);
+    gather_fallback_.reserve(total);
+    out = gather_fallback_.data();
+  }
+  if (blocks[me] > 0) std::memcpy(out + my_offset, e.input, blocks[me]);
+  const CollectiveContext ctx = context(p, static_cast<int32_t>(index), e.name_id);
+  Status s = ring_allgatherv(ctx, out, blocks);
+  if (s.ok())
+    record(p, EventKind::kAllgather, start, static_cast<int32_t>(index), e.name_id,
+           static_cast<int64_t>(total));
+  return s;
+}
+
+Status ResponseExecutor::run_broadcast(size_t index, const Response& r, TensorEntry& e,
+                                       const ExecutionParams& p) {
+  const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
+  const CollectiveContext ctx = context(p, static_cast<int32_t>(index), e.name_id);
+  Status s = chain_broadcast(ctx, e.output, r.bytes(), r.tensor.root);
+  if (s.ok())
+    record(p, EventKind::kBroadcast, start, static_cast<int32_t>(index), e.name_id,
+           static_cast<int64_t>(r.bytes()), 0, r.tensor.root);
+  return s;
+}
+
+}  // namespace ringscope

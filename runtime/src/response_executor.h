@@ -1,0 +1,56 @@
+// ResponseExecutor: runs one cycle's agreed response list on this rank.
+// Plans fusion, copies into the fusion buffer (applying prescale), runs the
+// collective (ring or MPI_Allreduce, ring allgatherv, chain broadcast),
+// copies out (applying postscale and 1/n for Average), and records each
+// phase. It owns the fusion buffer and ring scratch, allocated once and grown
+// only between collectives.
+#pragma once
+
+#include <vector>
+
+#include "collective_context.h"
+#include "fusion_planner.h"
+#include "host_buffer.h"
+#include "tensor_queue.h"
+
+namespace ringscope {
+
+struct ExecutionParams {
+  int64_t cycle = 0;
+  int64_t fusion_threshold_bytes = 0;
+  CpuAllreduce algorithm = CpuAllreduce::kRing;
+  double timeout_seconds = 300;
+  Recorder* recorder = nullptr;
+  int64_t decided_ns = 0;  // when negotiation finished (recorder clock)
+};
+
+class ResponseExecutor {
+ public:
+  explicit ResponseExecutor(Transport* transport) : transport_(transport) {}
+
+  // entries[i] is this rank's entry for responses[i]. Fills (*results)[i]
+  // with each op's outcome. Returns non-OK only for a failure that breaks the
+  // whole group of ranks (a peer timed out): the caller must stop.
+  Status execute(const std::vector<Response>& responses, const std::vector<TensorEntry*>& entries,
+                 const ExecutionParams& params, std::vector<Status>* results);
+
+  size_t fusion_buffer_bytes() const { return fusion_.size(); }
+
+ private:
+  Status run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
+                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
+  Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
+                       Status* result);
+  Status run_broadcast(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p);
+  CollectiveContext context(const ExecutionParams& p, int32_t seq_index, int32_t name_id);
+  void record(const ExecutionParams& p, EventKind kind, int64_t start, int32_t seq_index,
+              int32_t name_id, int64_t bytes, int64_t value = 0, int32_t aux = 0,
+              int32_t step = -1) const;
+
+  Transport* transport_;
+  HostBuffer fusion_;
+  HostBuffer scratch_;
+  HostBuffer gather_fallback_;
+};
+
+}  // namespace ringscope

@@ -1,0 +1,113 @@
+// Pipelined ring allreduce. Terms (chunk, segment, step) are defined in
+// ring_chunks.h. With n ranks, rank r, right = r+1 and left = r-1 (mod n):
+//
+// Phase 1, reduce-scatter, n-1 steps. At step s rank r sends chunk (r-s) and
+//   receives chunk (r-s-1), which it adds into its own copy. The chunk it
+//   receives at step s is the one it sends at step s+1, so each segment is
+//   forwarded as soon as it has been reduced: transfers of later segments and
+//   steps overlap the reduction of earlier ones. Receives land in scratch,
+//   double-buffered by step parity. Afterwards rank r owns the fully reduced
+//   chunk (r+1).
+// Phase 2, allgather, n-1 steps. At step s rank r sends chunk (r+1-s) and
+//   receives chunk (r-s) straight into place, forwarding each segment at step
+//   s+1 as it arrives. All receives are posted up front (they are disjoint).
+//
+// Message order per (sender, tag) equals receive post order on the other
+// side, which is what both MPI and the local fabric match on.
+#include "ring_allreduce.h"
+
+#include "dtype_ops.h"
+#include "ring_chunks.h"
+
+namespace ringscope {
+
+Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
+                      ReduceOp op) {
+  Transport& t = *ctx.transport;
+  const int n = t.size(), r = t.rank();
+  if (n == 1 || count == 0) return Status::OK();
+  const size_t es = dtype_size(dtype);
+  const int right = ring_mod(r + 1, n), left = ring_mod(r - 1, n);
+  const ChunkLayout chunks{count, n};
+  const size_t seg_elems =
+      segment_elements(chunks.max_chunk_count(), es, ctx.min_segment_bytes, ctx.max_segment_bytes);
+  auto segments_of = [&](int c) { return Segments{chunks.chunk_count(c), seg_elems}; };
+  uint8_t* base = static_cast<uint8_t*>(data);
+  auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
+
+  const size_t scratch_half = chunks.max_chunk_count() * es;
+  ctx.scratch->reserve(2 * scratch_half);
+  if (ctx.scratch->size() < 2 * scratch_half)
+    return Status(StatusCode::kInternal, "cannot allocate ring scratch", r);
+  uint8_t* scratch[2] = {ctx.scratch->data(), ctx.scratch->data() + scratch_half};
+
+  std::vector<PendingOpPtr> sends;
+  auto post_recvs = [&](int s) {
+    std::vector<PendingOpPtr> recvs;
+    const int c = ring_mod(r - s - 1, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j)
+      recvs.push_back(t.irecv(left, scratch[s & 1] + segs.offset(j) * es, segs.length(j) * es,
+                              kTagRingReduceScatter));
+    return recvs;
+  };
+
+  // ---- Phase 1: reduce-scatter (n-1 steps) ----
+  {
+    const Segments own = segments_of(r);
+    for (size_t j = 0; j < own.count(); ++j)
+      sends.push_back(t.isend(right, at(r, j), own.length(j) * es, kTagRingReduceScatter));
+  }
+  std::vector<PendingOpPtr> recvs = post_recvs(0);
+  for (int s = 0; s < n - 1; ++s) {
+    const int64_t start = ctx.now();
+    std::vector<PendingOpPtr> next;
+    if (s + 1 < n - 1) next = post_recvs(s + 1);
+    const int c = ring_mod(r - s - 1, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j) {
+      Status st = wait_op(*recvs[j], ctx.deadline());
+      if (!st.ok()) return st;
+      reduce_into(dtype, op, at(c, j), scratch[s & 1] + segs.offset(j) * es, segs.length(j));
+      if (s + 1 < n - 1)
+        sends.push_back(t.isend(right, at(c, j), segs.length(j) * es, kTagRingReduceScatter));
+    }
+    ctx.record_step(EventKind::kRingReduceScatter, start, s, right, left,
+                    static_cast<int64_t>(segs.total * es));
+    recvs = std::move(next);
+  }
+  // Allgather overwrites chunks that reduce-scatter sends still read from.
+  Status st = wait_all(sends, ctx.deadline());
+  if (!st.ok()) return st;
+
+  // ---- Phase 2: allgather (n-1 steps) ----
+  std::vector<std::vector<PendingOpPtr>> ag_recvs(n - 1);
+  for (int s = 0; s < n - 1; ++s) {
+    const int c = ring_mod(r - s, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j)
+      ag_recvs[s].push_back(t.irecv(left, at(c, j), segs.length(j) * es, kTagRingAllgather));
+  }
+  {
+    const int owned = ring_mod(r + 1, n);
+    const Segments segs = segments_of(owned);
+    for (size_t j = 0; j < segs.count(); ++j)
+      sends.push_back(t.isend(right, at(owned, j), segs.length(j) * es, kTagRingAllgather));
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    const int64_t start = ctx.now();
+    const int c = ring_mod(r - s, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j) {
+      st = wait_op(*ag_recvs[s][j], ctx.deadline());
+      if (!st.ok()) return st;
+      if (s + 1 < n - 1)
+        sends.push_back(t.isend(right, at(c, j), segs.length(j) * es, kTagRingAllgather));
+    }
+    ctx.record_step(EventKind::kRingAllgather, start, s, right, left,
+                    static_cast<int64_t>(segs.total * es));
+  }
+  return wait_all(sends, ctx.deadline());
+}
+
+}  // namespace ringscope

@@ -1,0 +1,14 @@
+// Pipelined ring allreduce (reduce-scatter, then allgather) over Transport.
+#pragma once
+
+#include "collective_context.h"
+
+namespace ringscope {
+
+// Reduces `count` elements of `data` in place across all ranks with `op`
+// (kAverage combines as a sum; the caller applies 1/n). Correct for any
+// count, including 0 and fewer elements than ranks, and any world size.
+Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
+                      ReduceOp op);
+
+}  // namespace ringscope

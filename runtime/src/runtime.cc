@@ -1,0 +1,607 @@
+// Runtime: the background loop and per-cycle negotiation (see runtime.h for
+// the state machine). Execution itself is in response_executor.cc.
+#include "runtime.h"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "clock_sync.h"
+#include "control_vector.h"
+#include "ringscope/trace_schema.h"
+#include "text_format.h"
+
+namespace ringscope {
+
+namespace {
+constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
+constexpr double kShutdownTimeoutSeconds = 30.0;
+// An idle rank starts a cycle as soon as work arrives and submissions have
+// paused this long, so a burst (a whole step's gradients) fuses into one
+// cycle while a lone tensor is not held for a full cycle time.
+constexpr SteadyClock::duration kBurstQuiet = std::chrono::microseconds(15);
+}  // namespace
+
+Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
+                 const Options& options)
+    : transport_(std::move(transport)),
+      topo_(topology),
+      options_(options),
+      settings_(options.settings),
+      proposed_(options.settings),
+      cache_(static_cast<size_t>(options.cache_capacity)),
+      coordinator_(topology.size),
+      executor_(transport_.get()),
+      last_stall_check_(SteadyClock::now()) {
+  settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
+  proposed_.cache_enabled = settings_.cache_enabled;
+}
+
+Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& topology,
+                       const Options& options, std::unique_ptr<Runtime>* out) {
+  if (options.cache_capacity < 0)
+    return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
+  // Every rank must agree on the cache capacity: it sizes the control vector.
+  const uint64_t cap = static_cast<uint64_t>(options.cache_capacity);
+  std::vector<uint64_t> words = {cap, ~cap};
+  Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds));
+  if (!s.ok()) return s;
+  if (words[0] != cap || words[1] != ~cap)
+    return Status(StatusCode::kInvalidArgument,
+                  "RINGSCOPE_CACHE_CAPACITY differs across ranks (this rank has " +
+                      std::to_string(cap) + "); set the same value on every rank",
+                  topology.rank);
+  std::unique_ptr<Runtime> rt(new Runtime(std::move(transport), topology, options));
+  rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
+  *out = std::move(rt);
+  return Status::OK();
+}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  shutdown_requested_.store(true);
+  queue_.wake();
+  if (thread_.joinable()) thread_.join();
+  Status s = close_trace(/*measure_end_offset=*/true);
+  if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
+}
+
+Status Runtime::start_trace(const std::string& base_path) {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  if (trace_)
+    return Status(StatusCode::kInvalidArgument,
+                  "a trace is already being written to " + trace_->path(), topo_.rank);
+  if (base_path.empty())
+    return Status(StatusCode::kInvalidArgument, "empty trace path", topo_.rank);
+  // One run id for all ranks' files: rank 0's.
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string run_id = std::string(host) + "-" + std::to_string(getpid()) + "-" +
+                       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  Status st = share_from_rank0(*transport_, &run_id, options_.op_timeout_seconds);
+  if (!st.ok()) return st;
+  auto writer = std::make_unique<TraceWriter>();
+  const Settings s = settings();
+  st = writer->open(
+      per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
+      {{"run_id", run_id},
+       {"trace_base_path", base_path},
+       {"local_rank", std::to_string(topo_.local_rank)},
+       {"local_size", std::to_string(topo_.local_size)},
+       {"cache_capacity", std::to_string(options_.cache_capacity)},
+       {"cpu_allreduce", options_.cpu_allreduce == CpuAllreduce::kMpi ? "mpi" : "ring"},
+       {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
+       {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
+  if (!st.ok()) return st;
+  ClockOffset offset;
+  TraceWriter* w = writer.get();
+  st = measure_clock_offset(
+      *transport_, [w] { return w->now_ns(); }, options_.op_timeout_seconds, &offset);
+  if (!st.ok()) {
+    writer->close();
+    return st;
+  }
+  writer->set_clock_offset_start(offset.offset_ns, offset.rtt_ns);
+  trace_ = std::move(writer);
+  recorder_.store(trace_.get());
+  record_settings_snapshot();
+  return Status::OK();
+}
+
+void Runtime::record_settings_snapshot() {
+  const Settings s = settings();
+  record_instant(EventKind::kSettings, -1, s.fusion_threshold_bytes,
+                 static_cast<int32_t>(SettingKey::kFusionThresholdBytes));
+  record_instant(EventKind::kSettings, -1, std::llround(s.cycle_time_ms * 1e6),
+                 static_cast<int32_t>(SettingKey::kCycleTimeNs));
+  record_instant(EventKind::kSettings, -1, s.cache_enabled ? 1 : 0,
+                 static_cast<int32_t>(SettingKey::kCacheEnabled));
+  record_instant(EventKind::kSettings, -1, options_.cpu_allreduce == CpuAllreduce::kMpi ? 1 : 0,
+                 static_cast<int32_t>(SettingKey::kCpuAllreduceAlgorithm));
+}
+
+void Runtime::wait_for_cycle_boundary() {
+  // The background thread reads the recorder once per cycle; after the
+  // next cycle ends it no longer uses the old one.
+  const uint64_t start = cycles_done_.load();
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  while (!loop_exited_.load() && cycles_done_.load() < start + 2 && SteadyClock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+Status Runtime::stop_trace() {
+  {
+    std::lock_guard<std::mutex> lock(trace_mu_);
+    if (!trace_) return Status::OK();
+    recorder_.store(nullptr);
+  }
+  wait_for_cycle_boundary();
+  return close_trace(/*measure_end_offset=*/false);
+}
+
+Status Runtime::close_trace(bool measure_end_offset) {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  if (!trace_) return Status::OK();
+  recorder_.store(nullptr);
+  if (measure_end_offset) {  // collective: every rank is shutting down
+    ClockOffset offset;
+    TraceWriter* w = trace_.get();
+    Status s = measure_clock_offset(
+        *transport_, [w] { return w->now_ns(); }, kShutdownTimeoutSeconds, &offset);
+    if (s.ok())
+      w->set_clock_offset_end(offset.offset_ns, offset.rtt_ns);
+    else
+      log(1, "warning: no clock offset at shutdown: " + s.to_string());
+  }
+  Status s = trace_->close();
+  closed_traces_.push_back(std::move(trace_));
+  return s;
+}
+
+void Runtime::mark_step(int64_t step) {
+  Recorder* rec = recorder_.load();
+  if (!rec) return;
+  TraceEvent e;
+  e.kind = static_cast<uint16_t>(EventKind::kStep);
+  e.start_ns = e.end_ns = rec->now_ns();
+  e.value = step;
+  e.aux = static_cast<int32_t>(step);
+  rec->record(e);
+}
+
+Status Runtime::submit(TensorEntry entry) {
+  const Request& r = entry.req;
+  if (r.name.empty()) return Status(StatusCode::kInvalidArgument, "tensor name is empty", rank());
+  for (int64_t d : r.shape)
+    if (d < 0)
+      return Status(StatusCode::kInvalidArgument,
+                    "tensor '" + r.name + "' has a negative dimension " + shape_string(r.shape),
+                    rank());
+  const bool has_data = num_elements(r.shape) > 0;
+  if (has_data && (!entry.input || (r.op != OpType::kAllgather && !entry.output)))
+    return Status(StatusCode::kInvalidArgument, "tensor '" + r.name + "' has a null buffer",
+                  rank());
+  if (r.op == OpType::kAllgather && !entry.allocate)
+    return Status(StatusCode::kInvalidArgument,
+                  "allgather of '" + r.name + "' needs an output allocator", rank());
+  entry.enqueued_at = SteadyClock::now();
+  Recorder* rec = recorder_.load();
+  entry.enqueue_ns = rec ? rec->now_ns() : 0;
+  return queue_.push(std::move(entry));
+}
+
+Status Runtime::propose_settings(const Settings& s) {
+  if (s.fusion_threshold_bytes < 0 || !(s.cycle_time_ms >= 0) || s.cycle_time_ms > 10000)
+    return Status(StatusCode::kInvalidArgument,
+                  "settings out of range: fusion threshold must be >= 0 bytes and cycle time "
+                  "within [0, 10000] ms");
+  std::lock_guard<std::mutex> lock(settings_mu_);
+  proposed_ = s;
+  if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
+  return Status::OK();
+}
+
+Settings Runtime::settings() const {
+  std::lock_guard<std::mutex> lock(settings_mu_);
+  return settings_;
+}
+
+Runtime::Counters Runtime::counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+void Runtime::log(int level, const std::string& message) const {
+  // Levels: 1 error/warning, 2 info, 3 debug; log_level 0 silences all.
+  if (level > options_.log_level) return;
+  std::fprintf(stderr, "[ringscope rank %d] %s\n", topo_.rank, message.c_str());
+}
+
+int32_t Runtime::intern(const std::string& text) {
+  Recorder* rec = recorder_.load();
+  if (!rec) return -1;
+  if (rec != name_ids_owner_) {  // a new trace: ids of the old one are void
+    name_ids_.clear();
+    name_ids_owner_ = rec;
+  }
+  auto it = name_ids_.find(text);
+  if (it != name_ids_.end()) return it->second;
+  int32_t id = rec->intern(text);
+  name_ids_.emplace(text, id);
+  return id;
+}
+
+void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key) {
+  Recorder* rec = recorder_.load();
+  if (!rec) return;
+  TraceEvent e;
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = e.end_ns = rec->now_ns();
+  e.cycle = cycle_;
+  e.name_id = name_id;
+  e.value = value;
+  e.peer_send = key;
+  rec->record(e);
+}
+
+void Runtime::loop() {
+  // Default timer slack (50 us) would stretch every short cycle sleep.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  Status final_status(StatusCode::kShutdown, "ringscope was shut down before this op ran",
+                      topo_.rank);
+  for (;;) {
+    bool stop = false;
+    Status s = run_cycle(&stop);
+    if (!s.ok()) {
+      log(1, "error: " + s.to_string());
+      final_status = s;
+      break;
+    }
+    cycles_done_.fetch_add(1);
+    if (stop) break;
+    const bool idle = pending_.empty();
+    auto period = std::chrono::duration_cast<SteadyClock::duration>(
+        std::chrono::duration<double, std::milli>(settings().cycle_time_ms));
+    if (idle) period = std::max<SteadyClock::duration>(period, kIdlePeriod);
+    // The period counts from the moment the ranks agreed (the end of the
+    // control allreduce, nearly simultaneous everywhere), not from this
+    // rank's own start: otherwise a phase offset between ranks persists and
+    // every cycle waits for the latest rank.
+    if (!shutdown_requested_.load())
+      queue_.wait(last_agreed_ + period, /*wake_on_work=*/idle, std::min(kBurstQuiet, period));
+  }
+  fail_all(final_status);
+  loop_exited_.store(true);
+}
+
+bool Runtime::stall_check_due(SteadyClock::time_point now) const {
+  double period = options_.stall_check_seconds;
+  if (options_.stall_shutdown_seconds > 0)
+    period = period > 0 ? std::min(period, options_.stall_shutdown_seconds)
+                        : options_.stall_shutdown_seconds;
+  if (period <= 0) return false;
+  const auto p = std::chrono::duration<double>(period);
+  if (now - last_stall_check_ < p) return false;
+  for (const auto& [name, e] : pending_)
+    if (now - e.enqueued_at >= p) return true;
+  return false;
+}
+
+Status Runtime::run_cycle(bool* stop) {
+  ++cycle_;
+  Recorder* rec = recorder_.load();
+  const int64_t t0 = rec ? rec->now_ns() : 0;
+  const auto now = SteadyClock::now();
+
+  // Take new submissions; their ENQUEUE events carry the submit time.
+  std::vector<TensorEntry> fresh;
+  queue_.drain(&fresh);
+  for (TensorEntry& e : fresh) {
+    e.name_id = intern(e.req.name);
+    e.order = arrivals_++;
+    if (rec) {
+      TraceEvent ev;
+      ev.kind = static_cast<uint16_t>(EventKind::kEnqueue);
+      ev.start_ns = ev.end_ns = e.enqueue_ns;
+      ev.cycle = cycle_;
+      ev.name_id = e.name_id;
+      ev.bytes = num_elements(e.req.shape) * static_cast<int64_t>(dtype_size(e.req.dtype));
+      ev.aux = static_cast<int32_t>(e.req.op);
+      rec->record(ev);
+    }
+    std::string name = e.req.name;
+    pending_.emplace(std::move(name), std::move(e));
+  }
+
+  // Fast path bookkeeping: which pending tensors the cache can serve.
+  const bool cache_on = settings().cache_enabled && cache_.capacity() > 0;
+  ControlVector control(cache_.capacity());
+  std::vector<TensorEntry*> to_coordinator;
+  for (auto& [name, e] : pending_) {
+    if (e.sent_to_coordinator) continue;
+    uint32_t slot = 0;
+    ResponseCache::Lookup hit =
+        cache_on ? cache_.lookup(e.req, &slot) : ResponseCache::Lookup::kMiss;
+    if (hit == ResponseCache::Lookup::kHit) {
+      control.set_ready(slot);
+    } else {
+      if (hit == ResponseCache::Lookup::kConflict) control.set_conflict(slot);
+      to_coordinator.push_back(&e);
+    }
+  }
+  uint64_t flags = 0;
+  if (!to_coordinator.empty()) flags |= kFlagUncached;
+  if (shutdown_requested_.load()) flags |= kFlagShutdown;
+  if (stall_check_due(now)) flags |= kFlagStallCheck;
+  control.set_flags(flags);
+  if (topo_.rank == 0) {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    control.set_settings(proposed_);
+  }
+
+  const auto negotiate_start = SteadyClock::now();
+  const double timeout = shutdown_requested_.load()
+                             ? std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)
+                             : options_.op_timeout_seconds;
+  Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout));
+  if (!s.ok()) return s;
+  last_agreed_ = SteadyClock::now();
+  flags = control.flags();
+  const Settings agreed = control.settings();
+  apply_settings(agreed, /*at_cycle_end=*/false);
+
+  // Conflicting cache entries are dropped everywhere; their waiters go slow.
+  bool any_conflict = false;
+  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!control.conflict(slot) || !cache_.occupied(slot)) continue;
+    any_conflict = true;
+    auto it = pending_.find(cache_.at(slot).tensor.name);
+    if (it != pending_.end() && !it->second.sent_to_coordinator &&
+        std::find(to_coordinator.begin(), to_coordinator.end(), &it->second) ==
+            to_coordinator.end())
+      to_coordinator.push_back(&it->second);
+    cache_.erase_slot(slot);
+  }
+
+  // Fast path: responses for slots ready on every rank, in slot order.
+  std::vector<Response> responses;
+  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!control.ready(slot) || !cache_.occupied(slot)) continue;
+    responses.push_back(cache_.at(slot));
+    responses.back().from_cache = true;
+  }
+  const size_t fast_count = responses.size();
+
+  // Slow path: the coordinator decides.
+  const bool slow = (flags & (kFlagUncached | kFlagStallCheck)) || any_conflict;
+  if (slow) {
+    s = negotiate_slow(flags, to_coordinator, &responses);
+    if (!s.ok()) return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    ++counters_.cycles;
+    counters_.fast_path_responses += fast_count;
+    if (slow) ++counters_.slow_path_cycles;
+    if (!responses.empty()) {
+      const int64_t ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - negotiate_start)
+              .count();
+      if (slow) {
+        ++counters_.work_cycles_slow;
+        counters_.negotiate_ns_slow += ns;
+      } else {
+        ++counters_.work_cycles_fast_only;
+        counters_.negotiate_ns_fast_only += ns;
+      }
+    }
+  }
+
+  const int64_t decided = rec ? rec->now_ns() : 0;
+  if (!responses.empty()) execute(responses, decided);
+  apply_settings(agreed, /*at_cycle_end=*/true);
+
+  if (rec && (!responses.empty() || slow)) {
+    TraceEvent ev;
+    ev.kind = static_cast<uint16_t>(EventKind::kCycle);
+    ev.start_ns = t0;
+    ev.end_ns = rec->now_ns();
+    ev.cycle = cycle_;
+    ev.value = static_cast<int64_t>(responses.size());
+    ev.aux = (fast_count ? kPathFast : 0) | (slow ? kPathSlow : 0);
+    rec->record(ev);
+  }
+  if (flags & kFlagShutdown) *stop = true;
+  return Status::OK();
+}
+
+Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
+                               std::vector<Response>* responses) {
+  std::sort(to_coordinator.begin(), to_coordinator.end(),
+            [](const TensorEntry* a, const TensorEntry* b) { return a->order < b->order; });
+  RequestList mine;
+  for (TensorEntry* e : to_coordinator) {
+    mine.requests.push_back(e->req);
+    e->sent_to_coordinator = true;
+  }
+  const auto now = SteadyClock::now();
+  if (flags & kFlagStallCheck) {
+    last_stall_check_ = now;
+    for (const auto& [name, e] : pending_) {
+      mine.pending_names.push_back(name);
+      mine.pending_age_ms.push_back(
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
+    }
+  }
+  const Deadline deadline = Deadline::after(options_.op_timeout_seconds);
+  std::vector<std::vector<uint8_t>> gathered;
+  Status s = transport_->gather_to_root(encode(mine), &gathered, deadline);
+  if (!s.ok()) return s;
+
+  std::vector<uint8_t> answer;
+  if (topo_.rank == 0) {
+    ResponseList out;
+    std::vector<RequestList> lists(topo_.size);
+    Recorder* rec = recorder_.load();
+    for (int r = 0; r < topo_.size; ++r) {
+      s = decode(gathered[r], &lists[r]);
+      if (!s.ok()) return s;
+      for (const Request& req : lists[r].requests) {
+        if (rec) {
+          TraceEvent ev;
+          ev.kind = static_cast<uint16_t>(EventKind::kReady);
+          ev.start_ns = ev.end_ns = rec->now_ns();
+          ev.cycle = cycle_;
+          ev.name_id = intern(req.name);
+          ev.peer_recv = r;
+          rec->record(ev);
+        }
+        coordinator_.add(r, req, &out.responses);
+      }
+    }
+    if (flags & kFlagStallCheck) {
+      int64_t oldest_ms = 0;
+      const auto warn_ms = static_cast<int64_t>(options_.stall_check_seconds * 1000);
+      out.stall_warning = coordinator_.stall_report(lists, warn_ms, &oldest_ms);
+      if (options_.stall_shutdown_seconds > 0 &&
+          oldest_ms >= static_cast<int64_t>(options_.stall_shutdown_seconds * 1000)) {
+        if (out.stall_warning.empty())
+          out.stall_warning = coordinator_.stall_report(lists, 0, &oldest_ms);
+        out.abort = true;
+      }
+    }
+    answer = encode(out);
+  }
+  s = transport_->broadcast_from_root(&answer, deadline);
+  if (!s.ok()) return s;
+  ResponseList decided;
+  s = decode(answer, &decided);
+  if (!s.ok()) return s;
+  if (!decided.stall_warning.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++counters_.stall_reports;
+    }
+    if (topo_.rank == 0) log(1, "warning: " + decided.stall_warning);
+    record_instant(EventKind::kStall, intern(decided.stall_warning), 0);
+  }
+  if (decided.abort)
+    return Status(StatusCode::kStalled,
+                  "stall shutdown after " + format_seconds(options_.stall_shutdown_seconds) +
+                      " (RINGSCOPE_STALL_SHUTDOWN_SECONDS). " + decided.stall_warning,
+                  topo_.rank);
+  for (Response& r : decided.responses) responses->push_back(std::move(r));
+  return Status::OK();
+}
+
+void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
+  std::vector<TensorEntry*> entries;
+  for (const Response& r : responses) {
+    auto it = pending_.find(r.tensor.name);
+    entries.push_back(it == pending_.end() ? nullptr : &it->second);
+  }
+  // A response for a tensor this rank never submitted is a protocol bug;
+  // drop it loudly rather than crash (other ranks will time out on it).
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (!entries[i]) {
+      log(1, "internal error: response for unknown tensor '" + responses[i].tensor.name + "'");
+      responses.erase(responses.begin() + i);
+      entries.erase(entries.begin() + i);
+      --i;
+    }
+  Recorder* rec = recorder_.load();
+  if (rec)
+    for (size_t i = 0; i < responses.size(); ++i) {
+      TraceEvent ev;
+      ev.kind = static_cast<uint16_t>(EventKind::kNegotiate);
+      ev.start_ns = entries[i]->enqueue_ns;
+      ev.end_ns = decided_ns;
+      ev.cycle = cycle_;
+      ev.seq_index = static_cast<int32_t>(i);
+      ev.name_id = entries[i]->name_id;
+      ev.bytes = static_cast<int64_t>(responses[i].bytes());
+      ev.aux = responses[i].from_cache ? kPathFast : kPathSlow;
+      rec->record(ev);
+    }
+  ExecutionParams p;
+  p.cycle = cycle_;
+  p.fusion_threshold_bytes = settings().fusion_threshold_bytes;
+  p.algorithm = options_.cpu_allreduce;
+  p.timeout_seconds = options_.op_timeout_seconds;
+  p.recorder = rec;
+  p.decided_ns = decided_ns;
+  std::vector<Status> results;
+  Status fatal = executor_.execute(responses, entries, p, &results);
+
+  // The cache changes in response order on every rank, so it stays identical.
+  for (const Response& r : responses) {
+    if (r.kind == Response::Kind::kError) {
+      uint32_t slot;
+      if (cache_.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache_.erase_slot(slot);
+    } else if (settings().cache_enabled) {
+      cache_.put(r);
+    }
+  }
+  const int64_t cb_start = rec ? rec->now_ns() : 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
+    finish_entry(*entries[i], results[i]);
+    pending_.erase(responses[i].tensor.name);
+  }
+  if (rec) {
+    TraceEvent ev;
+    ev.kind = static_cast<uint16_t>(EventKind::kCallback);
+    ev.start_ns = cb_start;
+    ev.end_ns = rec->now_ns();
+    ev.cycle = cycle_;
+    ev.value = static_cast<int64_t>(responses.size());
+    rec->record(ev);
+  }
+  if (!fatal.ok()) fail_all(fatal);
+}
+
+void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
+  queue_.finish(entry.req.name);  // before the callback: it may resubmit
+  if (entry.done) entry.done(status);
+}
+
+void Runtime::fail_all(const Status& status) {
+  std::vector<TensorEntry> never_drained = queue_.close(status);
+  for (TensorEntry& e : never_drained)
+    if (e.done) e.done(status);
+  for (auto& [name, e] : pending_)
+    if (e.done) e.done(status);
+  pending_.clear();
+}
+
+void Runtime::apply_settings(const Settings& agreed, bool at_cycle_end) {
+  Settings old = settings();
+  Settings next = old;
+  if (!at_cycle_end) {
+    // Fusion threshold and cycle time apply to this cycle's execution.
+    next.fusion_threshold_bytes = agreed.fusion_threshold_bytes;
+    next.cycle_time_ms = agreed.cycle_time_ms;
+  } else {
+    // The cache switches after this cycle's responses touched it.
+    next.cache_enabled = agreed.cache_enabled && cache_.capacity() > 0;
+    if (!next.cache_enabled && old.cache_enabled) cache_.clear();
+  }
+  if (next.fusion_threshold_bytes != old.fusion_threshold_bytes)
+    record_instant(EventKind::kSettings, -1, next.fusion_threshold_bytes,
+                   static_cast<int32_t>(SettingKey::kFusionThresholdBytes));
+  if (next.cycle_time_ms != old.cycle_time_ms)
+    record_instant(EventKind::kSettings, -1, std::llround(next.cycle_time_ms * 1e6),
+                   static_cast<int32_t>(SettingKey::kCycleTimeNs));
+  if (next.cache_enabled != old.cache_enabled)
+    record_instant(EventKind::kSettings, -1, next.cache_enabled ? 1 : 0,
+                   static_cast<int32_t>(SettingKey::kCacheEnabled));
+  std::lock_guard<std::mutex> lock(settings_mu_);
+  settings_ = next;
+}
+
+}  // namespace ringscope

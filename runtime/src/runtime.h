@@ -1,0 +1,126 @@
+// Runtime: the one object that holds all of ringscope's mutable state for a
+// process (or, in tests, for one in-process rank). Framework threads submit
+// TensorEntries; one background thread runs cycles:
+//
+//   IDLE --(cycle time passed, or new work while idle)--> NEGOTIATE
+//   NEGOTIATE: one AND-allreduce of the ControlVector (cache fast path,
+//     flags, rank 0's settings); if any rank has uncached requests, a stall
+//     check is due or a cache conflict was found, the slow path gathers
+//     requests to the coordinator (rank 0) and broadcasts its responses.
+//   EXECUTE: fuse and run the agreed responses, update the cache, callbacks.
+//   -> IDLE; or STOPPED when a rank asked to shut down, a stall shutdown
+//   fired, or a collective failed (every pending op then gets the error).
+//
+// run_cycle() makes NEGOTIATE and EXECUTE; loop() makes IDLE and STOPPED.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "coordinator.h"
+#include "response_cache.h"
+#include "response_executor.h"
+#include "ringscope/trace_writer.h"
+#include "tensor_queue.h"
+
+namespace ringscope {
+
+class Runtime {
+ public:
+  // Checks that every rank runs with the same cache capacity, then starts
+  // the background thread.
+  static Status create(std::unique_ptr<Transport> transport, const Topology& topology,
+                       const Options& options, std::unique_ptr<Runtime>* out);
+  ~Runtime();
+
+  Status submit(TensorEntry entry);
+  // Asks every rank to stop after the current cycle and waits for the
+  // background thread. Pending ops complete with kShutdown.
+  void shutdown();
+
+  Status propose_settings(const Settings& settings);
+  Settings settings() const;
+  const Topology& topology() const { return topo_; }
+  int rank() const { return topo_.rank; }
+  int size() const { return topo_.size; }
+
+  // Tracing into per-rank SQLite files derived from `base_path` (collective:
+  // every rank calls it; it measures each rank's clock offset to rank 0).
+  Status start_trace(const std::string& base_path);
+  // Stops recording and finalises this rank's file.
+  Status stop_trace();
+  // A user STEP mark (e.g. one per optimizer step) in the trace.
+  void mark_step(int64_t step);
+
+  // Low level: record into any Recorder (tests). It must outlive the runtime.
+  void set_recorder(Recorder* recorder) { recorder_.store(recorder); }
+  Recorder* recorder() const { return recorder_.load(); }
+
+  // Counters for tests and benchmarks.
+  struct Counters {
+    uint64_t cycles = 0, fast_path_responses = 0, slow_path_cycles = 0, stall_reports = 0;
+    // Negotiation time (control allreduce + slow path) of cycles that ran
+    // responses, split by whether the coordinator was needed.
+    uint64_t work_cycles_fast_only = 0, work_cycles_slow = 0;
+    int64_t negotiate_ns_fast_only = 0, negotiate_ns_slow = 0;
+  };
+  Counters counters() const;
+
+ private:
+  Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options);
+  void loop();
+  Status run_cycle(bool* stop);
+  Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
+                        std::vector<Response>* responses);
+  void execute(std::vector<Response>& responses, int64_t decided_ns);
+  void finish_entry(TensorEntry& entry, const Status& status);
+  void fail_all(const Status& status);
+  bool stall_check_due(SteadyClock::time_point now) const;
+  void apply_settings(const Settings& agreed, bool at_cycle_end);
+  void record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key = -1);
+  int32_t intern(const std::string& text);
+  void log(int level, const std::string& message) const;
+
+  std::unique_ptr<Transport> transport_;
+  const Topology topo_;
+  const Options options_;
+  std::atomic<Recorder*> recorder_{nullptr};
+  TensorQueue queue_;
+  std::thread thread_;
+  std::atomic<bool> shutdown_requested_{false};
+
+  mutable std::mutex settings_mu_;
+  Settings settings_;  // in force on this rank
+  Settings proposed_;  // rank 0: what the next cycle broadcasts
+
+  // Background-thread state.
+  std::unordered_map<std::string, TensorEntry> pending_;
+  uint64_t arrivals_ = 0;
+  int64_t cycle_ = 0;
+  ResponseCache cache_;
+  Coordinator coordinator_;
+  ResponseExecutor executor_;
+  SteadyClock::time_point last_stall_check_;
+  SteadyClock::time_point last_agreed_;  // end of the last control allreduce
+  std::unordered_map<std::string, int32_t> name_ids_;
+  Recorder* name_ids_owner_ = nullptr;
+
+  // Tracing. Closed writers are kept until the runtime ends, so a thread
+  // that loaded the recorder pointer just before stop_trace stays safe.
+  std::mutex trace_mu_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::vector<std::unique_ptr<TraceWriter>> closed_traces_;
+  std::atomic<uint64_t> cycles_done_{0};
+  std::atomic<bool> loop_exited_{false};
+  void wait_for_cycle_boundary();
+  void record_settings_snapshot();
+  Status close_trace(bool measure_end_offset);
+
+  mutable std::mutex counters_mu_;
+  Counters counters_;
+};
+
+}  // namespace ringscope

@@ -1,0 +1,63 @@
+// TensorQueue: submission, duplicate-name detection and the cycle sleep.
+#include "tensor_queue.h"
+
+#include <algorithm>
+
+namespace ringscope {
+
+Status TensorQueue::push(TensorEntry entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return close_reason_;
+  if (!in_flight_.insert(entry.req.name).second)
+    return Status(StatusCode::kDuplicateName,
+                  "tensor '" + entry.req.name +
+                      "' was submitted while an op with the same name is still in flight; "
+                      "names must be unique among outstanding ops");
+  incoming_.push_back(std::move(entry));
+  last_push_ = SteadyClock::now();
+  cv_.notify_one();
+  return Status::OK();
+}
+
+void TensorQueue::drain(std::vector<TensorEntry>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& e : incoming_) out->push_back(std::move(e));
+  incoming_.clear();
+}
+
+void TensorQueue::finish(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.erase(name);
+}
+
+void TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
+                       SteadyClock::duration quiet) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto interrupted = [&] { return woken_ || closed_; };
+  cv_.wait_until(lock, until,
+                 [&] { return interrupted() || (wake_on_work && !incoming_.empty()); });
+  // Coalesce a burst: wait until submissions pause for `quiet`.
+  while (wake_on_work && !incoming_.empty() && !interrupted()) {
+    const auto quiet_until = std::min(until, last_push_ + quiet);
+    if (SteadyClock::now() >= quiet_until) break;
+    cv_.wait_until(lock, quiet_until, interrupted);
+  }
+  woken_ = false;
+}
+
+void TensorQueue::wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  woken_ = true;
+  cv_.notify_all();
+}
+
+std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  close_reason_ = reason;
+  in_flight_.clear();
+  cv_.notify_all();
+  return std::move(incoming_);
+}
+
+}  // namespace ringscope

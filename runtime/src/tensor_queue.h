@@ -1,0 +1,61 @@
+// Where framework threads hand tensors to the background thread. It owns the
+// set of names in flight (submitted and not yet completed), so a second
+// submission of a live name is rejected at once, and it is what the
+// background thread sleeps on between cycles.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "messages.h"
+#include "transport.h"
+
+namespace ringscope {
+
+// One submitted op, with its buffers and callback.
+struct TensorEntry {
+  Request req;
+  const void* input = nullptr;
+  void* output = nullptr;
+  AllgatherAllocator allocate;
+  DoneCallback done;
+  SteadyClock::time_point enqueued_at;
+  int64_t enqueue_ns = 0;  // on the recorder's clock (0 when not tracing)
+  // Owned by the background thread after drain():
+  int32_t name_id = -1;
+  bool sent_to_coordinator = false;
+  uint64_t order = 0;  // arrival order on this rank
+};
+
+class TensorQueue {
+ public:
+  // Fails with kDuplicateName if the name is in flight, or with the close
+  // reason once the runtime has stopped.
+  Status push(TensorEntry entry);
+  // Moves every newly submitted entry to *out (appends).
+  void drain(std::vector<TensorEntry>* out);
+  // The name's op completed: the name may be submitted again.
+  void finish(const std::string& name);
+  // Sleeps until `until`, or until wake() / close(), or - when
+  // `wake_on_work` - until new work has arrived and no further submission
+  // came for `quiet` (so a burst of submissions is taken as one batch).
+  void wait(SteadyClock::time_point until, bool wake_on_work, SteadyClock::duration quiet);
+  void wake();
+  // Every later push fails with `reason`; returns entries never drained.
+  std::vector<TensorEntry> close(const Status& reason);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<TensorEntry> incoming_;
+  std::unordered_set<std::string> in_flight_;
+  SteadyClock::time_point last_push_;
+  bool woken_ = false;
+  bool closed_ = false;
+  Status close_reason_;
+};
+
+}  // namespace ringscope

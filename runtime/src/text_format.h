@@ -1,0 +1,23 @@
+// Small text helpers for user-facing messages.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+namespace ringscope {
+
+// "0.300 s", "5.00 s", "61.2 s", "300 s": three significant digits.
+inline std::string format_seconds(double s) {
+  char buf[32];
+  if (s < 1)
+    std::snprintf(buf, sizeof(buf), "%.3f s", s);
+  else if (s < 10)
+    std::snprintf(buf, sizeof(buf), "%.2f s", s);
+  else if (s < 100)
+    std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  else
+    std::snprintf(buf, sizeof(buf), "%.0f s", s);
+  return buf;
+}
+
+}  // namespace ringscope

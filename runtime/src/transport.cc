@@ -1,0 +1,171 @@
+// Waiting with deadlines, and the control-plane exchanges built on plain
+// point-to-point messages (used by the in-memory transport).
+#include "transport.h"
+
+#include <sched.h>
+
+#include <cstring>
+#include <thread>
+
+#include "text_format.h"
+
+namespace ringscope {
+
+Deadline Deadline::after(double seconds) {
+  Deadline d;
+  d.seconds = seconds;
+  d.at = SteadyClock::now() +
+         std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  return d;
+}
+
+Status timeout_status(int self, const PendingOp& op, const Deadline& deadline) {
+  std::string what = op.is_send ? "sending " : "receiving ";
+  what += std::to_string(op.bytes) + " bytes " + (op.is_send ? "to" : "from") + " rank " +
+          std::to_string(op.peer);
+  return Status(StatusCode::kTimeout,
+                "no progress for " + format_seconds(deadline.seconds) + " " + what +
+                    "; that rank may have died or stopped calling the runtime",
+                self, op.peer);
+}
+
+namespace {
+
+// Backoff for polling, by elapsed time: busy-poll first (a transfer of up
+// to a few MiB completes within this window, and sleeping would add
+// scheduler latency to every ring step), then yield (oversubscribed ranks
+// share cores), then nap (long waits, e.g. a rank that is computing, cost
+// no CPU).
+class Backoff {
+ public:
+  explicit Backoff(WaitMode mode)
+      : spin_(mode == WaitMode::kData ? std::chrono::microseconds(50)
+                                      : std::chrono::microseconds(20)),
+        yield_(mode == WaitMode::kData ? std::chrono::microseconds(5000) : spin_) {}
+  void pause() {
+    if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
+    const auto waited = SteadyClock::now() - start_;
+    if (waited < spin_) return;
+    if (waited < yield_) {
+      sched_yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+ private:
+  const SteadyClock::duration spin_, yield_;
+  SteadyClock::time_point start_ = SteadyClock::now();
+  uint64_t polls_ = 0;
+};
+
+}  // namespace
+
+Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode) {
+  Backoff backoff(mode);
+  Status status;
+  for (;;) {
+    if (op.test(&status)) return status;
+    if (deadline.expired()) return timeout_status(op.self, op, deadline);
+    backoff.pause();
+  }
+}
+
+Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode) {
+  Backoff backoff(mode);
+  size_t remaining = ops.size();
+  std::vector<char> done(ops.size(), 0);
+  while (remaining > 0) {
+    bool progressed = false;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (done[i]) continue;
+      Status status;
+      if (ops[i]->test(&status)) {
+        if (!status.ok()) return status;
+        done[i] = 1;
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (remaining == 0) break;
+    if (!progressed) {
+      if (deadline.expired()) {
+        for (size_t i = 0; i < ops.size(); ++i)
+          if (!done[i]) return timeout_status(ops[i]->self, *ops[i], deadline);
+      }
+      backoff.pause();
+    }
+  }
+  ops.clear();
+  return Status::OK();
+}
+
+Status Transport::gather_to_root(const std::vector<uint8_t>& mine,
+                                 std::vector<std::vector<uint8_t>>* all, Deadline deadline) {
+  const int n = size();
+  if (rank() != 0) {
+    uint64_t len = mine.size();
+    std::vector<PendingOpPtr> ops;
+    ops.push_back(isend(0, &len, sizeof(len), kTagGatherSize));
+    ops.push_back(isend(0, mine.data(), mine.size(), kTagGatherData));
+    return wait_all(ops, deadline, WaitMode::kControl);
+  }
+  all->assign(n, {});
+  (*all)[0] = mine;
+  std::vector<uint64_t> lens(n, 0);
+  std::vector<PendingOpPtr> ops;
+  for (int r = 1; r < n; ++r) ops.push_back(irecv(r, &lens[r], sizeof(uint64_t), kTagGatherSize));
+  Status s = wait_all(ops, deadline, WaitMode::kControl);
+  if (!s.ok()) return s;
+  for (int r = 1; r < n; ++r) {
+    (*all)[r].resize(lens[r]);
+    ops.push_back(irecv(r, (*all)[r].data(), lens[r], kTagGatherData));
+  }
+  return wait_all(ops, deadline, WaitMode::kControl);
+}
+
+Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) {
+  const int n = size();
+  std::vector<PendingOpPtr> ops;
+  if (rank() == 0) {
+    uint64_t len = data->size();
+    for (int r = 1; r < n; ++r) {
+      ops.push_back(isend(r, &len, sizeof(len), kTagBcastSize));
+      ops.push_back(isend(r, data->data(), data->size(), kTagBcastData));
+    }
+    return wait_all(ops, deadline, WaitMode::kControl);
+  }
+  uint64_t len = 0;
+  ops.push_back(irecv(0, &len, sizeof(len), kTagBcastSize));
+  Status s = wait_all(ops, deadline, WaitMode::kControl);
+  if (!s.ok()) return s;
+  data->resize(len);
+  ops.push_back(irecv(0, data->data(), len, kTagBcastData));
+  return wait_all(ops, deadline, WaitMode::kControl);
+}
+
+Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline) {
+  const int n = size();
+  const size_t bytes = words->size() * sizeof(uint64_t);
+  std::vector<PendingOpPtr> ops;
+  if (rank() == 0) {
+    std::vector<std::vector<uint64_t>> parts(n, std::vector<uint64_t>(words->size()));
+    for (int r = 1; r < n; ++r) ops.push_back(irecv(r, parts[r].data(), bytes, kTagAndReduce));
+    Status s = wait_all(ops, deadline, WaitMode::kControl);
+    if (!s.ok()) return s;
+    for (int r = 1; r < n; ++r)
+      for (size_t i = 0; i < words->size(); ++i) (*words)[i] &= parts[r][i];
+    for (int r = 1; r < n; ++r) ops.push_back(isend(r, words->data(), bytes, kTagAndResult));
+    return wait_all(ops, deadline, WaitMode::kControl);
+  }
+  const std::vector<uint64_t> mine = *words;  // the receive overwrites *words
+  ops.push_back(isend(0, mine.data(), bytes, kTagAndReduce));
+  ops.push_back(irecv(0, words->data(), bytes, kTagAndResult));
+  return wait_all(ops, deadline, WaitMode::kControl);
+}
+
+Status Transport::native_allreduce(void*, size_t, DataType, ReduceOp, Deadline) {
+  return Status(StatusCode::kUnimplemented, "this transport has no native allreduce", rank());
+}
+
+}  // namespace ringscope

@@ -1,0 +1,102 @@
+// The small interface every collective algorithm talks to: non-blocking
+// send/receive of byte ranges to a peer, plus a few control-plane exchanges
+// for negotiation. MPI (mpi_transport) and an in-memory fabric for ranks-as-
+// threads tests (local_transport) implement it; no algorithm includes mpi.h.
+// Every wait takes a Deadline and returns kTimeout naming the peer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ringscope/ringscope.h"
+
+namespace ringscope {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Where this process sits: world, node-local and cross-node ranks.
+struct Topology {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  int cross_rank = 0, cross_size = 1;
+};
+
+// An absolute point in time after which a wait gives up.
+struct Deadline {
+  SteadyClock::time_point at;
+  double seconds = 0;  // the budget it was made with, for messages
+  static Deadline after(double seconds);
+  bool expired() const { return SteadyClock::now() >= at; }
+};
+
+// Message tags. Control plane and each collective use their own tag so a
+// message can never be matched by the wrong receive.
+enum Tag : int {
+  kTagGatherSize = 1,
+  kTagGatherData = 2,
+  kTagBcastSize = 3,
+  kTagBcastData = 4,
+  kTagAndReduce = 5,
+  kTagAndResult = 6,
+  kTagClock = 7,
+  kTagRunId = 8,
+  kTagRingReduceScatter = 16,
+  kTagRingAllgather = 17,
+  kTagAllgatherv = 18,
+  kTagBroadcast = 19,
+};
+
+// One posted send or receive.
+class PendingOp {
+ public:
+  virtual ~PendingOp() = default;
+  // True once complete. On failure returns true and sets *status.
+  virtual bool test(Status* status) = 0;
+  int self = -1;  // rank that posted it
+  int peer = -1;
+  size_t bytes = 0;
+  bool is_send = false;
+};
+using PendingOpPtr = std::unique_ptr<PendingOp>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  virtual PendingOpPtr isend(int peer, const void* data, size_t bytes, int tag) = 0;
+  virtual PendingOpPtr irecv(int peer, void* data, size_t bytes, int tag) = 0;
+
+  // Control plane (small messages). The defaults are built on isend/irecv;
+  // MPI overrides them with its non-blocking collectives.
+  // Rank 0 receives every rank's bytes (index = rank); others get nothing.
+  virtual Status gather_to_root(const std::vector<uint8_t>& mine,
+                                std::vector<std::vector<uint8_t>>* all, Deadline deadline);
+  // Rank 0's bytes replace *data on every rank.
+  virtual Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline);
+  // Bitwise AND of every rank's words, result on every rank.
+  virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline);
+
+  // The transport's own allreduce (MPI_Allreduce), for comparison. Returns
+  // kUnimplemented where there is none or the dtype is not supported.
+  virtual Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
+                                  Deadline deadline);
+};
+
+// How to poll while waiting. kData: data transfers, which complete soon -
+// busy-poll, then yield, and nap only after 5 ms. kControl: negotiation,
+// where a rank may wait for peers that are between cycles - busy-poll for
+// 20 us, then nap, so idle ranks do not eat the cores training runs on.
+enum class WaitMode { kData, kControl };
+
+// Waits for one / all ops until done, failed, or the deadline passes.
+Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode = WaitMode::kData);
+Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode = WaitMode::kData);
+
+// The error for an op that ran out of time, naming the peer.
+Status timeout_status(int self, const PendingOp& op, const Deadline& deadline);
+
+}  // namespace ringscope

@@ -1,0 +1,106 @@
+// Runs N ranks as N threads of the test process over a LocalFabric: either
+// bare transports (for the collective algorithms) or whole Runtimes.
+#pragma once
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "local_transport.h"
+#include "runtime.h"
+
+namespace ringscope::testing {
+
+// Calls fn(rank, transport) on `n` threads and joins them.
+inline void run_ranks(int n, const std::function<void(int, Transport&)>& fn,
+                      std::shared_ptr<LocalFabric> fabric = nullptr) {
+  if (!fabric) fabric = std::make_shared<LocalFabric>(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      LocalTransport t(fabric, r);
+      fn(r, t);
+    });
+  for (auto& t : threads) t.join();
+}
+
+// Creates one Runtime per rank (concurrently: creation is collective), calls
+// fn(rank, runtime) on every rank's thread, then shuts them all down.
+inline void run_runtimes(int n, const Options& options,
+                         const std::function<void(int, Runtime&)>& fn,
+                         std::shared_ptr<LocalFabric> fabric = nullptr,
+                         std::vector<Recorder*> recorders = {}) {
+  if (!fabric) fabric = std::make_shared<LocalFabric>(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      Topology topo;
+      topo.rank = r;
+      topo.size = n;
+      topo.local_rank = r;
+      topo.local_size = n;
+      std::unique_ptr<Runtime> rt;
+      Status s = Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, options, &rt);
+      if (!s.ok()) throw std::runtime_error(s.to_string());
+      if (r < static_cast<int>(recorders.size())) rt->set_recorder(recorders[r]);
+      fn(r, *rt);
+      rt->shutdown();
+    });
+  for (auto& t : threads) t.join();
+}
+
+// Submits an op and waits for its callback.
+inline Status run_op(Runtime& rt, TensorEntry entry) {
+  std::promise<Status> done;
+  auto fut = done.get_future();
+  entry.done = [&done](const Status& s) { done.set_value(s); };
+  Status s = rt.submit(std::move(entry));
+  if (!s.ok()) return s;
+  return fut.get();
+}
+
+inline TensorEntry allreduce_entry(const std::string& name, DataType dtype, Shape shape,
+                                   const void* in, void* out, ReduceOp op = ReduceOp::kSum,
+                                   double pre = 1.0, double post = 1.0) {
+  TensorEntry e;
+  e.req = Request{name, OpType::kAllreduce, dtype, op, 0, pre, post, std::move(shape)};
+  e.input = in;
+  e.output = out;
+  return e;
+}
+
+}  // namespace ringscope::testing
+
+namespace ringscope::testing {
+
+// Catch2 assertions are not thread-safe: rank threads record failures here
+// and the test's main thread checks them after the join.
+class ThreadChecks {
+ public:
+  void expect(bool ok, const std::string& what) {
+    if (ok) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failures_.size() < 20) failures_.push_back(what);
+    ++count_;
+  }
+  std::string summary() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string s = std::to_string(count_) + " failures";
+    for (const auto& f : failures_) s += "\n  " + f;
+    return s;
+  }
+  bool ok() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_ == 0;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> failures_;
+  size_t count_ = 0;
+};
+
+}  // namespace ringscope::testing

@@ -1,0 +1,274 @@
+// The runtime over real MPI processes: correctness against a local reference
+// for every dtype, op and many sizes (0, 1, fewer than ranks, 64 MiB), any
+// submission order, several submitting threads, the MPI_Allreduce
+// alternative, settings switched mid-run, and errors reaching every rank.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "capture_recorder.h"
+#include "mpi_transport.h"
+#include "ringscope/ringscope.h"
+#include "runtime.h"
+#include "tensor_values.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+
+int world_rank() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+Options test_options() {
+  Options o;
+  o.settings.cycle_time_ms = 0.5;
+  o.op_timeout_seconds = 120;
+  o.log_level = 0;
+  return o;
+}
+
+// A private runtime over MPI_COMM_WORLD (white-box: recorder, counters).
+std::unique_ptr<Runtime> make_runtime(const Options& o) {
+  std::unique_ptr<MpiTransport> t;
+  REQUIRE(MpiTransport::create(MPI_COMM_WORLD, &t).ok());
+  Topology topo = t->topology();
+  std::unique_ptr<Runtime> rt;
+  Status s = Runtime::create(std::move(t), topo, o, &rt);
+  REQUIRE(s.ok());
+  return rt;
+}
+
+Status wait_entry(Runtime& rt, TensorEntry e) {
+  std::promise<Status> p;
+  auto f = p.get_future();
+  e.done = [&p](const Status& s) { p.set_value(s); };
+  Status s = rt.submit(std::move(e));
+  if (!s.ok()) return s;
+  return f.get();
+}
+
+TensorEntry ar_entry(const std::string& name, DataType t, Shape shape, void* buf,
+                     ReduceOp op = ReduceOp::kSum) {
+  TensorEntry e;
+  e.req = Request{name, OpType::kAllreduce, t, op, 0, 1, 1, std::move(shape)};
+  e.input = e.output = buf;
+  return e;
+}
+
+// Checks `count` elements of `buf` against the reference; returns a message or "".
+std::string mismatch(DataType t, ReduceOp op, int n, const void* buf, size_t count, double pre,
+                     double post, int salt) {
+  for (size_t i = 0; i < count; ++i) {
+    double want = expected_allreduce(t, op, n, i, pre, post, salt);
+    double got = get_element(t, buf, i);
+    bool integer = t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
+    if (std::abs(got - want) > tolerance(t, want) + (integer && pre != 1.0 ? 1.0 : 0.0))
+      return std::string(dtype_name(t)) + "/" + reduce_op_name(op) + " count " +
+             std::to_string(count) + " elem " + std::to_string(i) + ": got " + std::to_string(got) +
+             ", want " + std::to_string(want);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("public API: every dtype, op and size against the reference", "[mpi]") {
+  REQUIRE(ringscope::init(test_options()).ok());
+  const int n = ringscope::size(), r = ringscope::rank();
+  REQUIRE(n == world_size());
+  REQUIRE(r == world_rank());
+  CHECK(ringscope::local_size() >= 1);
+  CHECK(ringscope::cross_size() >= 1);
+  const std::vector<size_t> sizes = {0, 1, static_cast<size_t>(std::max(1, n - 1)), 1000, 65537};
+  int salt = 0;
+  for (DataType t : all_dtypes())
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax})
+      for (size_t count : sizes) {
+        ++salt;
+        const double pre = (op == ReduceOp::kSum && t != DataType::kUInt8) ? 0.5 : 1.0;
+        const double post = (op == ReduceOp::kMax) ? 2.0 : 1.0;
+        std::vector<uint8_t> in = make_input(t, r, count, salt), out(in.size());
+        std::string name = "t" + std::to_string(salt);
+        Status s = ringscope::allreduce(name, t, {static_cast<int64_t>(count)}, in.data(),
+                                        out.data(), op, pre, post);
+        REQUIRE(s.ok());
+        std::string bad = mismatch(t, op, n, out.data(), count, pre, post, salt);
+        INFO(bad);
+        REQUIRE(bad.empty());
+      }
+}
+
+TEST_CASE("public API: a 64 MiB allreduce, allgather and broadcast", "[mpi]") {
+  const int n = ringscope::size(), r = ringscope::rank();
+  const size_t count = 16u << 20;  // 64 MiB of float32
+  std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, count, 3);
+  REQUIRE(ringscope::allreduce("big", DataType::kFloat32, {static_cast<int64_t>(count)}, buf.data(),
+                               buf.data(), ReduceOp::kSum)
+              .ok());
+  for (size_t i : {size_t{0}, size_t{12345}, count / 2, count - 1})
+    REQUIRE(get_element(DataType::kFloat32, buf.data(), i) ==
+            expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, i, 1, 1, 3));
+
+  std::vector<int64_t> mine(static_cast<size_t>(r) * 3);  // rank 0 contributes nothing
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = r * 1000 + static_cast<int64_t>(i);
+  std::vector<uint8_t> gathered;
+  Shape shape;
+  REQUIRE(ringscope::allgather("gather", DataType::kInt64, {r, 3}, mine.data(), &gathered, &shape)
+              .ok());
+  REQUIRE(shape == Shape{n * (n - 1) / 2, 3});
+  const int64_t* g = reinterpret_cast<const int64_t*>(gathered.data());
+  size_t k = 0;
+  for (int src = 0; src < n; ++src)
+    for (int i = 0; i < src * 3; ++i) REQUIRE(g[k++] == src * 1000 + i);
+
+  std::vector<float> b(1000, static_cast<float>(r));
+  const int root = n - 1;
+  REQUIRE(ringscope::broadcast("bcast", DataType::kFloat32, {1000}, b.data(), root).ok());
+  for (float v : b) REQUIRE(v == static_cast<float>(root));
+}
+
+TEST_CASE("public API: submission order differs per rank, several threads", "[mpi]") {
+  const int n = ringscope::size(), r = ringscope::rank();
+  const int threads = 3, per_thread = 20;
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      std::vector<int> order(per_thread);
+      for (int i = 0; i < per_thread; ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), std::mt19937(r * 31 + t));
+      std::vector<std::vector<uint8_t>> bufs(per_thread);
+      std::vector<std::promise<Status>> done(per_thread);
+      for (int i : order) {
+        int salt = 1000 + t * 100 + i;
+        bufs[i] = make_input(DataType::kFloat64, r, 500 + i, salt);
+        Status s = ringscope::allreduce_async(
+            "th" + std::to_string(t) + "/" + std::to_string(i), DataType::kFloat64, {500 + i},
+            bufs[i].data(), bufs[i].data(), ReduceOp::kSum,
+            [&done, i](const Status& st) { done[i].set_value(st); });
+        if (!s.ok()) done[i].set_value(s);
+      }
+      for (int i = 0; i < per_thread; ++i) {
+        Status s = done[i].get_future().get();
+        if (!s.ok() && failures[t].empty()) failures[t] = s.to_string();
+        std::string bad = mismatch(DataType::kFloat64, ReduceOp::kSum, n, bufs[i].data(), 500 + i,
+                                   1, 1, 1000 + t * 100 + i);
+        if (!bad.empty() && failures[t].empty()) failures[t] = bad;
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (auto& f : failures) {
+    INFO(f);
+    CHECK(f.empty());
+  }
+}
+
+TEST_CASE("public API: errors reach every rank", "[mpi]") {
+  const int n = ringscope::size(), r = ringscope::rank();
+  std::vector<float> buf(8, 1.0f);
+  if (n > 1) {
+    int64_t len = r == n - 1 ? 8 : 4;
+    Status s = ringscope::allreduce("mismatch", DataType::kFloat32, {len}, buf.data(), buf.data(),
+                                    ReduceOp::kSum);
+    CHECK(s.code() == StatusCode::kMismatch);
+    CHECK(s.message().find("Mismatched shape for tensor 'mismatch'") == 0);
+    CHECK(s.message().find("[8] on rank " + std::to_string(n - 1)) != std::string::npos);
+  }
+  // Duplicate name: the second submission is refused at once on this rank.
+  std::promise<Status> first;
+  Status s =
+      ringscope::allreduce_async("dup", DataType::kFloat32, {8}, buf.data(), buf.data(),
+                                 ReduceOp::kSum, [&](const Status& st) { first.set_value(st); });
+  REQUIRE(s.ok());
+  std::vector<float> other(8, 1.0f);
+  Status dup = ringscope::allreduce_async("dup", DataType::kFloat32, {8}, other.data(),
+                                          other.data(), ReduceOp::kSum, [](const Status&) {});
+  CHECK(dup.code() == StatusCode::kDuplicateName);
+  CHECK(first.get_future().get().ok());
+  CHECK(buf[0] == static_cast<float>(n));
+}
+
+TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {
+  ringscope::shutdown();
+  Options o = test_options();
+  o.cpu_allreduce = CpuAllreduce::kMpi;
+  REQUIRE(ringscope::init(o).ok());
+  const int n = ringscope::size(), r = ringscope::rank();
+  for (DataType t : {DataType::kFloat32, DataType::kInt32, DataType::kFloat16}) {
+    std::vector<uint8_t> buf = make_input(t, r, 777, 9);
+    REQUIRE(ringscope::allreduce(std::string("mpi_") + dtype_name(t), t, {777}, buf.data(),
+                                 buf.data(), ReduceOp::kAverage)
+                .ok());
+    std::string bad = mismatch(t, ReduceOp::kAverage, n, buf.data(), 777, 1, 1, 9);
+    INFO(bad);
+    CHECK(bad.empty());
+  }
+  ringscope::shutdown();
+  CHECK_FALSE(ringscope::is_initialized());
+}
+
+TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "[mpi]") {
+  const int n = world_size(), r = world_rank();
+  CaptureRecorder rec;
+  auto rt = make_runtime(test_options());
+  rt->set_recorder(&rec);
+  std::vector<float> buf(4096, 1.0f);
+  for (int step = 0; step < 40; ++step) {
+    if (step == 15) {
+      Settings s;
+      s.fusion_threshold_bytes = 8192;
+      s.cycle_time_ms = 0.25;
+      s.cache_enabled = false;
+      REQUIRE(rt->propose_settings(s).ok());
+    }
+    for (int k = 0; k < 3; ++k) {
+      REQUIRE(wait_entry(*rt, ar_entry("w" + std::to_string(k), DataType::kFloat32, {4096},
+                                       buf.data(), ReduceOp::kAverage))
+                  .ok());
+      REQUIRE(buf[100] == 1.0f);  // numerically right while settings change
+    }
+  }
+  rt->shutdown();
+  auto changes = rec.events(EventKind::kSettings);
+  REQUIRE(changes.size() == 3);
+  int64_t cycle = changes[0].cycle;
+  std::vector<int64_t> all(n);
+  MPI_Allgather(&cycle, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int i = 0; i < n; ++i) CHECK(all[i] == all[0]);
+  CHECK(rt->settings().fusion_threshold_bytes == 8192);
+  CHECK_FALSE(rt->settings().cache_enabled);
+  (void)r;
+}
+
+TEST_CASE("a tensor one rank submits late produces a stall warning", "[mpi]") {
+  const int n = world_size(), r = world_rank();
+  if (n < 2) return;
+  Options o = test_options();
+  o.stall_check_seconds = 0.5;
+  CaptureRecorder rec;
+  auto rt = make_runtime(o);
+  rt->set_recorder(&rec);
+  std::vector<float> buf(4, 1.0f);
+  if (r == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  REQUIRE(wait_entry(*rt, ar_entry("slowpoke", DataType::kFloat32, {4}, buf.data())).ok());
+  rt->shutdown();
+  if (r == 0) {
+    auto stalls = rec.events(EventKind::kStall);
+    REQUIRE(!stalls.empty());
+    std::string text = rec.text(stalls[0].name_id);
+    CHECK(text.find("tensor 'slowpoke'") != std::string::npos);
+    CHECK(text.find("missing on rank " + std::to_string(n - 1)) != std::string::npos);
+  }
+}

@@ -1,0 +1,137 @@
+// `check` catches each invariant violation: traces are built with one fault
+// injected at a time (missing collective, wrong ring step count, negative
+// span, orphan ring step, kind mismatch, missing rank, dropped events), via
+// the API and through the CLI's exit code.
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "ringscope/trace_reader.h"
+#include "ringscope/trace_tools.h"
+#include "trace_test_util.h"
+
+using namespace ringscope;
+
+namespace {
+
+CheckReport check_run(const test::SyntheticRun& run, const test::TempDir& dir,
+                      bool remove_rank2 = false) {
+  const std::string base = dir.file("c.sqlite");
+  auto paths = test::write_synthetic_run(base, run);
+  if (remove_rank2) std::remove(paths[2].c_str());
+  TraceReader reader;
+  REQUIRE(reader.open({base}).ok());
+  CheckReport report;
+  REQUIRE(check_trace(reader, {}, &report).ok());
+  std::string output;
+  const int code = test::run_cli("check " + base, &output);
+  CHECK(code == (report.ok() ? 0 : 1));
+  return report;
+}
+
+bool has_violation(const CheckReport& report, const std::string& rule, const std::string& text) {
+  for (const std::string& v : report.violations)
+    if (v.rfind(rule + ":", 0) == 0 && v.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("check passes a correct run for several world sizes", "[trace][check]") {
+  for (int n : {1, 2, 3, 5}) {
+    test::TempDir dir;
+    test::SyntheticRun run;
+    run.world_size = n;
+    run.cycles = 5;
+    CheckReport report = check_run(run, dir);
+    INFO("n=" << n << (report.violations.empty() ? "" : " first: " + report.violations[0]));
+    CHECK(report.ok());
+  }
+}
+
+TEST_CASE("check catches each violation", "[trace][check]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.cycles = 4;
+  SECTION("collective missing on a rank") {
+    run.drop_collective_on_rank = 2;
+    CheckReport report = check_run(run, dir);
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(report, "collective-on-every-rank",
+                        "ALLREDUCE (cycle 0, seq 0) missing on rank 2"));
+  }
+  SECTION("extra ring step") {
+    run.extra_ring_step_on_rank = 1;
+    CheckReport report = check_run(run, dir);
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(
+        report, "ring-steps",
+        "rank 1: ring allreduce (cycle 0, seq 0) has 2 reduce-scatter + 3 allgather"));
+  }
+  SECTION("span ending before it starts") {
+    run.negative_span_on_rank = 0;
+    CheckReport report = check_run(run, dir);
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(report, "span-order",
+                        "rank 0: MEMCPY_IN at 500 ns ends 100 ns before it starts"));
+  }
+  SECTION("ring step outside any collective") {
+    run.orphan_step_on_rank = 2;
+    CheckReport report = check_run(run, dir);
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(report, "ring-step-orphan", "(cycle 9999, seq 7)"));
+  }
+  SECTION("collective of a different kind on one rank") {
+    run.broadcast_kind_on_rank = 1;
+    CheckReport report = check_run(run, dir);
+    CHECK(has_violation(report, "collective-kind", "BROADCAST on rank 1"));
+  }
+  SECTION("a rank's file is missing") {
+    CheckReport report = check_run(run, dir, /*remove_rank2=*/true);
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(report, "rank-present", "rank 2 of 3 has no trace file"));
+  }
+}
+
+TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
+  test::TempDir dir;
+  const std::string path = dir.file("drop.rank0.sqlite");
+  TraceWriterOptions options;
+  options.buffer_events = 16;
+  TraceWriter writer(options);
+  REQUIRE(writer.open(path, 0, 1).ok());
+  TraceEvent e;
+  e.kind = uint16_t(EventKind::kStep);
+  for (int i = 0; i < 100'000; ++i) writer.record(e);
+  REQUIRE(writer.close().ok());
+  REQUIRE(writer.dropped_events() > 0);
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CheckReport report;
+  REQUIRE(check_trace(reader, {}, &report).ok());
+  CHECK(has_violation(report, "dropped",
+                      "rank 0 dropped " + std::to_string(writer.dropped_events())));
+  CheckOptions allow;
+  allow.allow_dropped = true;
+  REQUIRE(check_trace(reader, allow, &report).ok());
+  CHECK(report.ok());
+  CHECK(report.dropped_events == int64_t(writer.dropped_events()));
+  std::string output;
+  CHECK(test::run_cli("check " + path, &output) == 1);
+  CHECK(output.find("VIOLATION dropped") != std::string::npos);
+  CHECK(test::run_cli("check --allow-dropped " + path) == 0);
+}
+
+TEST_CASE("stats names the straggler and summarizes phases", "[trace][stats]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.straggler_rank = 2;
+  test::write_synthetic_run(dir.file("s.sqlite"), run);
+  std::string output;
+  REQUIRE(test::run_cli("stats --top 3 " + dir.file("s.sqlite"), &output) == 0);
+  INFO(output);
+  // Rank 2 enqueues 200 us late; ranks 1 and 0 also differ by their clock offsets
+  // (1 ms per rank), so the readiness spread is 2.2 ms with rank 2 last.
+  CHECK(output.find("RING_REDUCE_SCATTER") != std::string::npos);
+  CHECK(output.find("2.200 ms") != std::string::npos);
+  CHECK(output.find("rank 2     last       40 times") != std::string::npos);
+}

@@ -1,0 +1,192 @@
+// Synthetic traced runs for the trace tests: each rank records what a ring
+// allreduce runtime would (cycles, enqueues, negotiation, fusion, ring steps,
+// copies, callbacks, settings, step marks) at deterministic local times.
+#include "trace_test_util.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "ringscope/trace_schema.h"
+
+namespace ringscope::test {
+
+TempDir::TempDir() {
+  char templ[] = "/tmp/ringscope-trace-test-XXXXXX";
+  const char* made = mkdtemp(templ);
+  REQUIRE(made != nullptr);
+  path_ = made;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+int64_t synthetic_cycle_start_ns(int cycle) { return 1'000'000 + int64_t{cycle} * 5'000'000; }
+
+int64_t synthetic_events_per_rank(const SyntheticRun& run) {
+  const int n = run.world_size;
+  const int64_t per_collective = 3 * run.tensors_per_collective /* enqueue, negotiate, member */ +
+                                 1 /* fusion */ + 2 /* memcpy */ + 1 /* allreduce */ +
+                                 (n > 1 ? 2 * (n - 1) : 0) + 1 /* callback */;
+  return run.cycles * (1 + run.collectives_per_cycle * per_collective) + 2 /* settings */ +
+         run.cycles /* step marks */;
+}
+
+namespace {
+
+TraceEvent make(EventKind kind, int64_t start, int64_t dur, int64_t cycle = -1, int32_t seq = -1) {
+  TraceEvent e;
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = start;
+  e.end_ns = start + dur;
+  e.cycle = cycle;
+  e.seq_index = seq;
+  return e;
+}
+
+// Mirrors the runtime's conventions: responses of a cycle have seq_index
+// 0, 1, ...; a fused group takes its first member's seq_index; NEGOTIATE is
+// one per response and starts at this rank's enqueue; FUSION_MEMBER carries
+// the member's own seq_index, its index in `step` and its offset in `value`.
+void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cycle, int seq,
+                       int64_t t, const std::vector<int32_t>& names, bool first) {
+  const int n = run.world_size;
+  const int64_t tensor_bytes = 1 << (16 + seq % 4);
+  const bool late = rank == run.straggler_rank;
+  const int64_t decided = t + 400'000;
+  for (size_t m = 0; m < names.size(); ++m) {
+    const int64_t enqueued = t + 10'000 * int64_t(m) + (late ? 200'000 : 0);
+    TraceEvent enq = make(EventKind::kEnqueue, enqueued, 0, cycle);
+    enq.name_id = names[m];
+    enq.bytes = tensor_bytes;
+    w.record(enq);
+    TraceEvent negotiate =
+        make(EventKind::kNegotiate, enqueued, decided - enqueued, cycle, seq + int32_t(m));
+    negotiate.name_id = names[m];
+    negotiate.bytes = tensor_bytes;
+    negotiate.aux = kPathSlow;
+    w.record(negotiate);
+  }
+  int64_t s = decided + 10'000;
+  const int64_t total = tensor_bytes * int64_t(names.size());
+  const int64_t ring_steps = n > 1 ? 2 * (n - 1) : 0;
+  const int64_t fusion_dur = 100'000 + ring_steps * 50'000 + 100'000;
+  for (size_t m = 0; m < names.size(); ++m) {
+    TraceEvent member =
+        make(EventKind::kFusionMember, s + 1'000 * int64_t(m), 0, cycle, seq + int32_t(m));
+    member.name_id = names[m];
+    member.step = int32_t(m);
+    member.value = tensor_bytes * int64_t(m);
+    member.bytes = tensor_bytes;
+    w.record(member);
+  }
+  TraceEvent in = make(EventKind::kMemcpyIn, s, 90'000, cycle, seq);
+  in.bytes = total;
+  w.record(in);
+  const int64_t group_start = s;
+  s += 100'000;
+  const bool as_broadcast = first && rank == run.broadcast_kind_on_rank;
+  TraceEvent all = make(as_broadcast ? EventKind::kBroadcast : EventKind::kAllreduce, s,
+                        ring_steps * 50'000, cycle, seq);
+  all.bytes = total;
+  all.name_id = names[0];
+  all.aux = int32_t(names.size());
+  w.record(all);
+  const int64_t extra = rank == run.extra_ring_step_on_rank && first ? 1 : 0;
+  for (int64_t k = 0; k < ring_steps + extra; ++k) {
+    const bool scatter = k < n - 1;
+    TraceEvent step = make(scatter ? EventKind::kRingReduceScatter : EventKind::kRingAllgather,
+                           s + k * 50'000, 45'000, cycle, seq);
+    step.step = int32_t(scatter ? k : k - (n - 1));
+    step.peer_send = (rank + 1) % n;
+    step.peer_recv = (rank + n - 1) % n;
+    step.bytes = total / n;
+    w.record(step);
+  }
+  s += ring_steps * 50'000;
+  TraceEvent out = make(EventKind::kMemcpyOut, s, 90'000, cycle, seq);
+  out.bytes = total;
+  w.record(out);
+  TraceEvent fusion = make(EventKind::kFusion, group_start, fusion_dur, cycle, seq);
+  fusion.bytes = total;
+  fusion.name_id = names[0];
+  fusion.aux = int32_t(names.size());
+  w.record(fusion);
+  w.record(make(EventKind::kCallback, s + 90'000, 5'000, cycle, seq));
+}
+
+}  // namespace
+
+std::vector<std::string> write_synthetic_run(const std::string& base, const SyntheticRun& run) {
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < run.world_size; ++rank) {
+    const std::string path = per_rank_trace_path(base, rank);
+    TraceWriter w;
+    REQUIRE(w.open(path, rank, run.world_size, {{"run_id", "synthetic-run"}}).ok());
+    w.set_clock_offset_start(rank * run.offset_start_per_rank_ns, 20'000, 0);
+    // Tensor names interned in a rank-dependent order: ids differ per file.
+    std::vector<std::vector<int32_t>> names(size_t(run.collectives_per_cycle));
+    for (int seq = 0; seq < run.collectives_per_cycle; ++seq)
+      for (int m = 0; m < run.tensors_per_collective; ++m) {
+        const int mm = (m + rank) % run.tensors_per_collective;
+        names[size_t(seq)].push_back(
+            w.intern("grad/layer" + std::to_string(seq) + "/w" + std::to_string(mm)));
+      }
+    TraceEvent setting = make(EventKind::kSettings, 0, 0);
+    setting.peer_send = static_cast<int32_t>(SettingKey::kFusionThresholdBytes);
+    setting.value = 64 << 20;
+    w.record(setting);
+    for (int cycle = 0; cycle < run.cycles; ++cycle) {
+      const int64_t t = synthetic_cycle_start_ns(cycle);
+      if (cycle == run.cycles / 2) {
+        setting.start_ns = setting.end_ns = t;
+        setting.value = 32 << 20;
+        w.record(setting);
+      }
+      TraceEvent c = make(EventKind::kCycle, t, 4'000'000, cycle);
+      c.aux = kPathSlow;
+      c.value = run.collectives_per_cycle;
+      w.record(c);
+      for (int seq = 0; seq < run.collectives_per_cycle; ++seq) {
+        const bool first = cycle == 0 && seq == 0;
+        if (first && rank == run.drop_collective_on_rank) continue;
+        record_collective(w, run, rank, cycle, seq * run.tensors_per_collective,
+                          t + seq * 1'500'000, names[size_t(seq)], first);
+      }
+      TraceEvent mark = make(EventKind::kStep, t + 4'500'000, 0);
+      mark.aux = cycle;
+      w.record(mark);
+      if (cycle % 64 == 63) REQUIRE(w.flush().ok());  // long runs: stay within the buffer
+    }
+    if (rank == run.negative_span_on_rank) w.record(make(EventKind::kMemcpyIn, 500, -100, 0, 0));
+    if (rank == run.orphan_step_on_rank)
+      w.record(make(EventKind::kRingAllgather, 600, 10, 9999, 7));
+    w.set_clock_offset_end(rank * run.offset_end_per_rank_ns, 20'000,
+                           synthetic_cycle_start_ns(run.cycles));
+    REQUIRE(w.close().ok());
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+int run_cli(const std::string& args, std::string* output) {
+  const std::string command = std::string(RINGSCOPE_TRACE_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string text;
+  std::array<char, 4096> chunk;
+  size_t n;
+  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) text.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  if (output) *output = text;
+  if (!WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+}  // namespace ringscope::test

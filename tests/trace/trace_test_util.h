@@ -1,0 +1,56 @@
+// Helpers for the trace tests: a temporary directory, a synthetic traced run
+// (per-rank files written through TraceWriter, with optional injected faults
+// so `check` has something to catch), and running the CLI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ringscope/trace_writer.h"
+
+namespace ringscope::test {
+
+// A fresh directory under /tmp, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct SyntheticRun {
+  int world_size = 3;
+  int cycles = 20;
+  int collectives_per_cycle = 2;  // fused allreduces per cycle (seq_index 0..)
+  int tensors_per_collective = 3;
+  int straggler_rank = 1;  // enqueues 200 us late in every cycle
+  // Clock offset of rank r to rank 0 at init / end: r * these.
+  int64_t offset_start_per_rank_ns = 1'000'000;
+  int64_t offset_end_per_rank_ns = 1'000'000;
+  // Injected faults (-1 = none).
+  int drop_collective_on_rank = -1;  // this rank skips the first collective
+  int extra_ring_step_on_rank = -1;  // this rank records one extra ring step
+  int negative_span_on_rank = -1;    // this rank records a span ending before it starts
+  int orphan_step_on_rank = -1;      // a ring step with an id no collective has
+  int broadcast_kind_on_rank = -1;   // the first collective is a BROADCAST here
+};
+
+// Local time of cycle c's start on rank r (before applying the offset).
+int64_t synthetic_cycle_start_ns(int cycle);
+
+// Writes per_rank_trace_path(base, r) for every rank; returns the paths.
+std::vector<std::string> write_synthetic_run(const std::string& base, const SyntheticRun& run);
+
+// Events one rank of `run` records (without faults), for count checks.
+int64_t synthetic_events_per_rank(const SyntheticRun& run);
+
+// Runs the ringscope-trace CLI with `args`; returns its exit code, or -1 if
+// it did not exit normally (crash). Output goes to `output` if non-null.
+int run_cli(const std::string& args, std::string* output = nullptr);
+
+}  // namespace ringscope::test

@@ -1,0 +1,157 @@
+// The collective algorithms against a plain reference, with ranks as
+// threads: world sizes {1, 2, 3, 5, 8} x element counts {0, 1, a prime,
+// fewer than ranks, large}, every dtype and reduce op.
+#include <catch2/catch.hpp>
+
+#include "capture_recorder.h"
+#include "chain_broadcast.h"
+#include "local_world.h"
+#include "ring_allgather.h"
+#include "ring_allreduce.h"
+#include "tensor_values.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+CollectiveContext context(Transport& t, HostBuffer& scratch) {
+  CollectiveContext ctx;
+  ctx.transport = &t;
+  ctx.scratch = &scratch;
+  ctx.timeout_seconds = 60;
+  ctx.min_segment_bytes = 64;  // many segments even for small buffers
+  ctx.max_segment_bytes = 256;
+  return ctx;
+}
+}  // namespace
+
+TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {
+  ThreadChecks checks;
+  for (int n : {1, 2, 3, 5, 8})
+    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{97}, size_t{10007}})
+      for (DataType t : all_dtypes())
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+          run_ranks(n, [&](int r, Transport& tr) {
+            HostBuffer scratch;
+            std::vector<uint8_t> buf = make_input(t, r, count);
+            Status s = ring_allreduce(context(tr, scratch), buf.data(), count, t, op);
+            checks.expect(s.ok(), s.to_string());
+            for (size_t i = 0; i < count; ++i) {
+              double want =
+                  expected_allreduce(t, op, n, i, 1, 1) * (op == ReduceOp::kAverage ? n : 1);
+              double got = get_element(t, buf.data(), i);
+              if (std::abs(got - want) > tolerance(t, want)) {
+                checks.expect(false, std::string(dtype_name(t)) + " " + reduce_op_name(op) + " n=" +
+                                         std::to_string(n) + " count=" + std::to_string(count) +
+                                         " i=" + std::to_string(i) + " got " + std::to_string(got) +
+                                         " want " + std::to_string(want));
+                break;
+              }
+            }
+          });
+        }
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("ring allreduce records 2(n-1) steps with ring peers", "[ring][allreduce]") {
+  const int n = 4;
+  std::vector<CaptureRecorder> recs(n);
+  run_ranks(n, [&](int r, Transport& tr) {
+    HostBuffer scratch;
+    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 1000);
+    CollectiveContext ctx = context(tr, scratch);
+    ctx.recorder = &recs[r];
+    ctx.cycle = 7;
+    ctx.seq_index = 2;
+    ring_allreduce(ctx, buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (int r = 0; r < n; ++r) {
+    auto rs = recs[r].events(EventKind::kRingReduceScatter);
+    auto ag = recs[r].events(EventKind::kRingAllgather);
+    REQUIRE(rs.size() == n - 1);
+    REQUIRE(ag.size() == n - 1);
+    for (auto& e : rs) {
+      CHECK(e.peer_send == (r + 1) % n);
+      CHECK(e.peer_recv == (r + n - 1) % n);
+      CHECK(e.cycle == 7);
+      CHECK(e.seq_index == 2);
+      CHECK(e.bytes == 250 * 4);
+    }
+  }
+}
+
+TEST_CASE("ring allgatherv concatenates blocks of different sizes", "[ring][allgather]") {
+  ThreadChecks checks;
+  for (int n : {1, 2, 3, 5, 8}) {
+    std::vector<size_t> blocks(n);
+    for (int r = 0; r < n; ++r) blocks[r] = (r * 37) % 11 == 0 ? 0 : (r * 37) % 11 * 100 + r;
+    size_t total = 0;
+    for (size_t b : blocks) total += b;
+    run_ranks(n, [&](int r, Transport& tr) {
+      HostBuffer scratch;
+      std::vector<uint8_t> out(total + 1, 0);
+      size_t off = 0;
+      for (int i = 0; i < r; ++i) off += blocks[i];
+      for (size_t j = 0; j < blocks[r]; ++j) out[off + j] = static_cast<uint8_t>(r * 31 + j);
+      Status s = ring_allgatherv(context(tr, scratch), out.data(), blocks);
+      checks.expect(s.ok(), s.to_string());
+      size_t o = 0;
+      for (int i = 0; i < n; ++i)
+        for (size_t j = 0; j < blocks[i]; ++j, ++o)
+          if (out[o] != static_cast<uint8_t>(i * 31 + j)) {
+            checks.expect(false, "allgather n=" + std::to_string(n) + " rank " + std::to_string(r) +
+                                     " block " + std::to_string(i) + " byte " + std::to_string(j));
+            return;
+          }
+    });
+  }
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("chain broadcast delivers root's bytes from every root", "[broadcast]") {
+  ThreadChecks checks;
+  for (int n : {1, 2, 3, 5, 8})
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{1000}})
+      for (int root = 0; root < n; root += 2)
+        run_ranks(n, [&](int r, Transport& tr) {
+          HostBuffer scratch;
+          std::vector<uint8_t> buf(bytes + 1, static_cast<uint8_t>(r == root ? 0 : 0xEE));
+          if (r == root)
+            for (size_t j = 0; j < bytes; ++j) buf[j] = static_cast<uint8_t>(j * 7 + root);
+          Status s = chain_broadcast(context(tr, scratch), buf.data(), bytes, root);
+          checks.expect(s.ok(), s.to_string());
+          for (size_t j = 0; j < bytes; ++j)
+            if (buf[j] != static_cast<uint8_t>(j * 7 + root)) {
+              checks.expect(false, "broadcast n=" + std::to_string(n) + " root " +
+                                       std::to_string(root) + " rank " + std::to_string(r));
+              return;
+            }
+        });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("a silent peer turns into a timeout naming it, not a hang", "[ring][fault]") {
+  auto fabric = std::make_shared<LocalFabric>(3);
+  fabric->fail_rank(2);
+  std::vector<Status> results(3);
+  run_ranks(
+      3,
+      [&](int r, Transport& tr) {
+        if (r == 2) return;  // dead
+        HostBuffer scratch;
+        CollectiveContext ctx = context(tr, scratch);
+        ctx.timeout_seconds = 0.3;
+        std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 100);
+        results[r] = ring_allreduce(ctx, buf.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+      },
+      fabric);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(results[r].code() == StatusCode::kTimeout);
+    CHECK(results[r].message().find("rank") != std::string::npos);
+    CHECK(results[r].rank() == r);
+  }
+  CHECK(results[0].peer() == 2);  // rank 0 waits on its left neighbour, rank 2
+}

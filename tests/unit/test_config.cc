@@ -1,0 +1,80 @@
+// Environment configuration: defaults, Horovod fallbacks, clear errors.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "config.h"
+
+using namespace ringscope;
+
+static EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST_CASE("defaults match Horovod's", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({}), &o).ok());
+  CHECK(o.settings.fusion_threshold_bytes == 128ll << 20);
+  CHECK(o.settings.cycle_time_ms == 1.0);
+  CHECK(o.cache_capacity == 1024);
+  CHECK(o.settings.cache_enabled);
+  CHECK(o.stall_check_seconds == 60.0);
+  CHECK(o.stall_shutdown_seconds == 0.0);
+  CHECK(o.cpu_allreduce == CpuAllreduce::kRing);
+}
+
+TEST_CASE("ringscope variables are read", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_FUSION_THRESHOLD", "0"},
+                                   {"RINGSCOPE_CYCLE_TIME", "2.5"},
+                                   {"RINGSCOPE_CACHE_CAPACITY", "0"},
+                                   {"RINGSCOPE_STALL_CHECK_SECONDS", "5"},
+                                   {"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "30"},
+                                   {"RINGSCOPE_CPU_ALLREDUCE", "mpi"},
+                                   {"RINGSCOPE_TRACE", "runs/a.sqlite"}}),
+                           &o)
+              .ok());
+  CHECK(o.settings.fusion_threshold_bytes == 0);
+  CHECK(o.settings.cycle_time_ms == 2.5);
+  CHECK(o.cache_capacity == 0);
+  CHECK_FALSE(o.settings.cache_enabled);
+  CHECK(o.stall_check_seconds == 5);
+  CHECK(o.stall_shutdown_seconds == 30);
+  CHECK(o.cpu_allreduce == CpuAllreduce::kMpi);
+  CHECK(o.trace_path == "runs/a.sqlite");
+}
+
+TEST_CASE("Horovod variables apply only when ours are unset", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({{"HOROVOD_FUSION_THRESHOLD", "1048576"},
+                                   {"HOROVOD_CYCLE_TIME", "0.5"},
+                                   {"HOROVOD_CACHE_CAPACITY", "16"},
+                                   {"RINGSCOPE_CYCLE_TIME", "3"}}),
+                           &o)
+              .ok());
+  CHECK(o.settings.fusion_threshold_bytes == 1048576);
+  CHECK(o.settings.cycle_time_ms == 3.0);
+  CHECK(o.cache_capacity == 16);
+}
+
+TEST_CASE("invalid values name the variable and the range", "[config]") {
+  struct Case {
+    const char* var;
+    const char* value;
+  };
+  for (Case c : {Case{"RINGSCOPE_FUSION_THRESHOLD", "-1"},
+                 Case{"RINGSCOPE_FUSION_THRESHOLD", "12MB"}, Case{"RINGSCOPE_CYCLE_TIME", "abc"},
+                 Case{"RINGSCOPE_CYCLE_TIME", "-0.1"}, Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"},
+                 Case{"HOROVOD_CYCLE_TIME", "nan"}, Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""},
+                 Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"}, Case{"RINGSCOPE_LOG_LEVEL", "9"}}) {
+    Options o;
+    Status s = options_from_env(env_of({{c.var, c.value}}), &o);
+    INFO(c.var << "=" << c.value << " -> " << s.to_string());
+    REQUIRE(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find(c.var) != std::string::npos);
+    CHECK((s.message().find("expected") != std::string::npos));
+  }
+}

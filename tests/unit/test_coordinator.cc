@@ -1,0 +1,104 @@
+// Coordinator: readiness counting, validation messages, stall reports.
+#include <catch2/catch.hpp>
+
+#include "coordinator.h"
+
+using namespace ringscope;
+
+static Request req(const std::string& name, Shape shape = {4}, DataType t = DataType::kFloat32,
+                   OpType op = OpType::kAllreduce) {
+  return Request{name, op, t, ReduceOp::kSum, 0, 1, 1, shape};
+}
+
+TEST_CASE("a tensor is ready once every rank asked, in readiness order", "[coordinator]") {
+  Coordinator c(3);
+  std::vector<Response> ready;
+  c.add(0, req("a"), &ready);
+  c.add(0, req("b"), &ready);
+  c.add(1, req("b"), &ready);
+  c.add(1, req("a"), &ready);
+  CHECK(ready.empty());
+  c.add(2, req("b"), &ready);
+  c.add(2, req("a"), &ready);
+  REQUIRE(ready.size() == 2);
+  CHECK(ready[0].tensor.name == "b");
+  CHECK(ready[1].tensor.name == "a");
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  CHECK(c.pending() == 0);
+}
+
+TEST_CASE("shape mismatch names the tensor, the field and the ranks", "[coordinator]") {
+  Coordinator c(3);
+  std::vector<Response> ready;
+  c.add(0, req("w", {2, 3}), &ready);
+  c.add(1, req("w", {2, 3}), &ready);
+  c.add(2, req("w", {4}), &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error == "Mismatched shape for tensor 'w': [2, 3] on ranks 0, 1; [4] on rank 2");
+}
+
+TEST_CASE("dtype, op, root and scale mismatches are reported", "[coordinator]") {
+  std::vector<Response> ready;
+  Coordinator c(2);
+  c.add(0, req("d", {4}, DataType::kFloat32), &ready);
+  c.add(1, req("d", {4}, DataType::kFloat64), &ready);
+  CHECK(ready.back().error.find(
+            "Mismatched dtype for tensor 'd': float32 on rank 0; float64 on rank 1") == 0);
+  Request b0 = req("b", {4}, DataType::kFloat32, OpType::kBroadcast), b1 = b0;
+  b1.root = 1;
+  c.add(0, b0, &ready);
+  c.add(1, b1, &ready);
+  CHECK(ready.back().error.find("Mismatched root rank") == 0);
+  Request p0 = req("p"), p1 = p0;
+  p1.prescale = 0.5;
+  c.add(0, p0, &ready);
+  c.add(1, p1, &ready);
+  CHECK(ready.back().error.find("Mismatched prescale factor") == 0);
+  c.add(0, req("o", {4}, DataType::kFloat32, OpType::kAllreduce), &ready);
+  c.add(1, req("o", {4}, DataType::kFloat32, OpType::kAllgather), &ready);
+  CHECK(ready.back().error.find("Mismatched operation for tensor 'o'") == 0);
+}
+
+TEST_CASE("allgather accepts different first dimensions and records them", "[coordinator]") {
+  Coordinator c(3);
+  std::vector<Response> ready;
+  c.add(0, req("g", {2, 5}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(1, req("g", {0, 5}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(2, req("g", {7, 5}, DataType::kFloat32, OpType::kAllgather), &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  CHECK(ready[0].first_dims == std::vector<int64_t>{2, 0, 7});
+  c.add(0, req("h", {2, 5}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(1, req("h", {2, 6}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(2, req("h", {2, 5}, DataType::kFloat32, OpType::kAllgather), &ready);
+  CHECK(ready.back().kind == Response::Kind::kError);
+  CHECK(ready.back().error.find("dimensions after the first") != std::string::npos);
+}
+
+TEST_CASE("broadcast root out of range is an error", "[coordinator]") {
+  Coordinator c(2);
+  std::vector<Response> ready;
+  Request b = req("b", {1}, DataType::kFloat32, OpType::kBroadcast);
+  b.root = 5;
+  c.add(0, b, &ready);
+  c.add(1, b, &ready);
+  CHECK(ready.back().kind == Response::Kind::kError);
+  CHECK(ready.back().error.find("root rank 5") != std::string::npos);
+}
+
+TEST_CASE("stall report names missing ranks", "[coordinator]") {
+  Coordinator c(3);
+  std::vector<RequestList> lists(3);
+  lists[0].pending_names = {"grad/a", "grad/b"};
+  lists[0].pending_age_ms = {5000, 10};
+  lists[2].pending_names = {"grad/a"};
+  lists[2].pending_age_ms = {4000};
+  int64_t oldest = 0;
+  std::string report = c.stall_report(lists, 1000, &oldest);
+  CHECK(oldest == 5000);
+  CHECK(report.find("tensor 'grad/a' waited 5.00 s: submitted by ranks 0, 2, missing on rank 1") !=
+        std::string::npos);
+  CHECK(report.find("grad/b") == std::string::npos);  // too young
+  CHECK(c.stall_report(lists, 10000, &oldest).empty());
+}

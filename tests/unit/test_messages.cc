@@ -1,0 +1,86 @@
+// Negotiation messages survive encoding, and malformed bytes are rejected.
+#include <catch2/catch.hpp>
+
+#include "messages.h"
+
+using namespace ringscope;
+
+TEST_CASE("request list round trip", "[messages]") {
+  RequestList in;
+  in.requests.push_back(Request{"grad/conv1",
+                                OpType::kAllreduce,
+                                DataType::kFloat16,
+                                ReduceOp::kAverage,
+                                0,
+                                0.5,
+                                2.0,
+                                {3, 3, 64}});
+  in.requests.push_back(
+      Request{"emb", OpType::kAllgather, DataType::kInt64, ReduceOp::kSum, 0, 1.0, 1.0, {7}});
+  in.pending_names = {"a", "b"};
+  in.pending_age_ms = {10, 20000};
+  RequestList out;
+  REQUIRE(decode(encode(in), &out).ok());
+  REQUIRE(out.requests.size() == 2);
+  CHECK(out.requests[0].name == "grad/conv1");
+  CHECK(out.requests[0].dtype == DataType::kFloat16);
+  CHECK(out.requests[0].reduce == ReduceOp::kAverage);
+  CHECK(out.requests[0].prescale == 0.5);
+  CHECK(out.requests[0].postscale == 2.0);
+  CHECK(out.requests[0].shape == Shape{3, 3, 64});
+  CHECK(out.requests[1].op == OpType::kAllgather);
+  CHECK(out.pending_names == in.pending_names);
+  CHECK(out.pending_age_ms == in.pending_age_ms);
+}
+
+TEST_CASE("response list round trip", "[messages]") {
+  ResponseList in;
+  Response r;
+  r.tensor = Request{"x", OpType::kBroadcast, DataType::kUInt8, ReduceOp::kSum, 2, 1, 1, {5}};
+  in.responses.push_back(r);
+  Response e;
+  e.kind = Response::Kind::kError;
+  e.tensor.name = "y";
+  e.error = "Mismatched shape";
+  e.first_dims = {1, 2, 3};
+  in.responses.push_back(e);
+  in.stall_warning = "stalled";
+  in.abort = true;
+  ResponseList out;
+  REQUIRE(decode(encode(in), &out).ok());
+  REQUIRE(out.responses.size() == 2);
+  CHECK(out.responses[0].tensor.root == 2);
+  CHECK(out.responses[1].kind == Response::Kind::kError);
+  CHECK(out.responses[1].error == "Mismatched shape");
+  CHECK(out.responses[1].first_dims == std::vector<int64_t>{1, 2, 3});
+  CHECK(out.stall_warning == "stalled");
+  CHECK(out.abort);
+}
+
+TEST_CASE("every truncation of a message is rejected, not crashed on", "[messages]") {
+  RequestList in;
+  in.requests.push_back(
+      Request{"name", OpType::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1, {1, 2}});
+  std::vector<uint8_t> bytes = encode(in);
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + len);
+    RequestList out;
+    CHECK_FALSE(decode(cut, &out).ok());
+  }
+  bytes.push_back(0);  // trailing garbage
+  RequestList out;
+  CHECK_FALSE(decode(bytes, &out).ok());
+  ResponseList wrong_kind;
+  CHECK_FALSE(decode(encode(in), &wrong_kind).ok());
+}
+
+TEST_CASE("out-of-range enum values are rejected", "[messages]") {
+  RequestList in;
+  in.requests.push_back(
+      Request{"n", OpType::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1, {}});
+  std::vector<uint8_t> bytes = encode(in);
+  // layout: magic(1) count(4) namelen(4) name(1) op(1) dtype(1) ...
+  bytes[1 + 4 + 4 + 1 + 1] = 99;
+  RequestList out;
+  CHECK_FALSE(decode(bytes, &out).ok());
+}

@@ -1,0 +1,74 @@
+// The fixed-size record every traced point in ringscope is turned into.
+// Shared by the runtime (which produces records on its hot path) and trace_db
+// (which stores them). Plain C++17, no dependencies: tf_ops may include it.
+// Kinds are stable integers: they are written into the trace's enum tables.
+#pragma once
+
+#include <cstdint>
+
+namespace ringscope {
+
+// Every kind of event the runtime records. Values are part of schema v1:
+// never renumber, only append.
+enum class EventKind : uint16_t {
+  kCycle = 1,               // span: one background-loop iteration that did work
+  kEnqueue = 2,             // instant: a tensor was submitted on this rank
+  kNegotiate = 3,           // span: from this rank's enqueue to the decision
+  kReady = 4,               // instant (coordinator): a rank's request arrived
+  kFusion = 5,              // span: one fused group executed (bytes = total)
+  kFusionMember = 6,        // instant: one tensor of a fusion group (aux = offset)
+  kMemcpyIn = 7,            // span: copy into the fusion buffer / output
+  kMemcpyOut = 8,           // span: copy out of the fusion buffer
+  kRingReduceScatter = 9,   // span: one reduce-scatter step of a ring
+  kRingAllgather = 10,      // span: one allgather step of a ring (allreduce)
+  kAllgatherStep = 11,      // span: one step of a ring allgather(v) op
+  kBroadcastStep = 12,      // span: one hop of a chain broadcast
+  kCallback = 13,           // span: user callbacks of a response
+  kSettings = 14,           // instant: settings took effect (see SettingKey)
+  kError = 15,              // instant: an op failed (text = message)
+  kStall = 16,              // instant: stall warning (text = message)
+  kStep = 17,               // instant: user step mark (aux = step number)
+  kAllreduce = 18,          // span: a whole allreduce collective (one group)
+  kMpiAllreduce = 19,       // span: MPI_Allreduce used instead of the ring
+  kAllgather = 20,          // span: a whole allgather collective
+  kBroadcast = 21,          // span: a whole broadcast collective
+  kNcclAllreduce = 22,      // span: NCCL allreduce (device times)
+  kNcclAllgather = 23,      // span: NCCL allgather (device times)
+  kNcclBroadcast = 24,      // span: NCCL broadcast (device times)
+  kDropped = 25,            // instant: writer dropped events (aux = count)
+  kAutotuneTrial = 26,      // span: one autotune sampling window (aux = trial)
+};
+
+// Which setting a kSettings event reports (stored in TraceEvent::peer_send).
+enum class SettingKey : int32_t {
+  kFusionThresholdBytes = 1,
+  kCycleTimeNs = 2,
+  kCacheEnabled = 3,
+  kCpuAllreduceAlgorithm = 4,  // 0 = ring, 1 = MPI_Allreduce
+};
+
+// Negotiation path of a response (stored in TraceEvent::aux for kNegotiate
+// and kCycle: bit 0 = fast path used, bit 1 = slow path used).
+enum NegotiationPath : int32_t { kPathFast = 1, kPathSlow = 2 };
+
+// One recorded event. 72 bytes, trivially copyable; no pointers, no strings:
+// names are interned ids. Unused fields are -1 (ids, peers) or 0.
+struct TraceEvent {
+  int64_t start_ns = 0;    // rank-local monotonic ns since trace start
+  int64_t end_ns = 0;      // == start_ns for instants
+  int64_t cycle = -1;      // background-loop cycle (identical on all ranks)
+  int64_t bytes = 0;       // payload bytes involved
+  int64_t value = 0;       // kind-specific value (setting value, offset...)
+  int32_t name_id = -1;    // interned tensor name (or text for errors)
+  int32_t seq_index = -1;  // index of the response in the cycle's list
+  int32_t peer_send = -1;  // rank sent to (ring/chain steps) / SettingKey
+  int32_t peer_recv = -1;  // rank received from / ready rank on coordinator
+  int32_t step = -1;       // ring step number / fusion group member index
+  int32_t aux = 0;         // kind-specific small value
+  uint16_t kind = 0;       // EventKind
+  uint16_t reserved = 0;
+  uint32_t thread = 0;     // small id of the recording thread
+};
+static_assert(sizeof(TraceEvent) == 72, "TraceEvent layout is part of the ABI");
+
+}  // namespace ringscope

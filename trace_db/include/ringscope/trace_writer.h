@@ -1,0 +1,82 @@
+// TraceWriter: the Recorder that stores a rank's events in a per-rank SQLite
+// trace file (schema v1, docs/trace-schema.md). record() appends to a
+// per-thread lock-free buffer; one writer thread drains the buffers into
+// SQLite in batched WAL transactions. Plain C++17 (the runtime includes it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ringscope/recorder.h"
+#include "ringscope/status.h"
+#include "ringscope/trace_event.h"
+
+namespace ringscope {
+
+struct TraceWriterOptions {
+  // Events each recording thread can hold before the writer drains them.
+  // A full buffer drops (and counts) new events; training is never blocked.
+  size_t buffer_events = size_t{1} << 16;
+  // While events keep arriving, a transaction is committed at least this
+  // often: a killed process loses at most about this much (plus one drain).
+  int commit_interval_ms = 50;
+  // How long the writer thread sleeps when every buffer is empty.
+  int idle_sleep_ms = 5;
+};
+
+// What `open` writes into the meta table besides the caller's key/values
+// (which win on conflict): schema_version, rank, world_size, hostname, pid,
+// command_line, start_utc_ns, run_id (default "<hostname>-<pid>-<utc>"),
+// clock, time_unit.
+class TraceWriter final : public Recorder {
+ public:
+  explicit TraceWriter(TraceWriterOptions options = {});
+  ~TraceWriter() override;  // closes the trace if still open
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Creates (replacing) the trace file and starts the writer thread.
+  Status open(const std::string& path, int rank, int world_size,
+              const std::map<std::string, std::string>& meta = {});
+  // Drains every buffered event, commits, writes indexes and statistics, and
+  // leaves a self-contained file (no -wal). Returns the first write error.
+  // Call it after the recording threads stopped recording; events recorded
+  // concurrently with close() are counted as dropped, never written half.
+  Status close();
+  bool is_open() const;
+
+  // Recorder. intern() is thread-safe and returns the same id for the same
+  // text for the life of the file; record() is lock-free and allocation-free
+  // once the calling thread has recorded its first event.
+  int32_t intern(std::string_view text) override;
+  void record(const TraceEvent& event) override;
+  int64_t now_ns() const override;  // steady clock, ns since open()
+
+  // Clock offset of this rank to rank 0 (t_rank0 = t_local + offset_ns),
+  // measured by the runtime at init and at shutdown (ping-pong, minimum
+  // round trip). measured_at_ns: now_ns() when measured; -1 means now.
+  void set_clock_offset_start(int64_t offset_ns, int64_t rtt_ns, int64_t measured_at_ns = -1);
+  void set_clock_offset_end(int64_t offset_ns, int64_t rtt_ns, int64_t measured_at_ns = -1);
+
+  // Blocks until every event recorded before the call is committed.
+  Status flush();
+
+  uint64_t dropped_events() const;  // so far, all threads
+  uint64_t written_events() const;  // rows committed or in the open batch
+  const std::string& path() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The per-rank file a rank writes when RINGSCOPE_TRACE is set:
+// per_rank_trace_path(getenv("RINGSCOPE_TRACE"), rank); "" when unset/empty.
+std::string trace_path_from_env(int rank);
+
+}  // namespace ringscope

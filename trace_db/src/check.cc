@@ -1,0 +1,157 @@
+// check_trace: verifies a trace's invariants (see trace_tools.h) in one scan
+// per rank, and reports each violation with the rule it breaks, the rank
+// and the collective (cycle, seq_index) involved.
+#include <map>
+#include <set>
+
+#include "ringscope/trace_tools.h"
+
+namespace ringscope {
+namespace {
+
+using CollectiveKey = std::pair<int64_t, int32_t>;  // (cycle, seq_index)
+
+struct RankScan {
+  std::map<CollectiveKey, uint16_t> collectives;            // ALLREDUCE/ALLGATHER/BROADCAST
+  std::set<CollectiveKey> non_ring;                         // MPI / NCCL implementation used
+  std::map<CollectiveKey, std::pair<int, int>> ring_steps;  // (reduce-scatter, allgather)
+  int64_t dropped_marked = 0;
+};
+
+bool is_checked_collective(uint16_t kind) {
+  return kind == static_cast<uint16_t>(EventKind::kAllreduce) ||
+         kind == static_cast<uint16_t>(EventKind::kAllgather) ||
+         kind == static_cast<uint16_t>(EventKind::kBroadcast);
+}
+
+std::string key_text(const CollectiveKey& key) {
+  return "(cycle " + std::to_string(key.first) + ", seq " + std::to_string(key.second) + ")";
+}
+
+class Reporter {
+ public:
+  Reporter(const CheckOptions& options, CheckReport* report) : options_(options), report_(report) {}
+  void violation(const std::string& rule, const std::string& message) {
+    ++report_->violation_count;
+    if (++per_rule_[rule] <= options_.max_messages_per_rule)
+      report_->violations.push_back(rule + ": " + message);
+    else if (per_rule_[rule] == options_.max_messages_per_rule + 1)
+      report_->violations.push_back(rule + ": ... (further violations of this rule not listed)");
+  }
+
+ private:
+  const CheckOptions& options_;
+  CheckReport* report_;
+  std::map<std::string, size_t> per_rule_;
+};
+
+Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* reporter) {
+  return reader.scan_events(rank, [&](const StoredEvent& stored) {
+    const TraceEvent& e = stored.event;
+    const CollectiveKey key{e.cycle, e.seq_index};
+    if (e.end_ns < e.start_ns)
+      reporter->violation("span-order",
+                          "rank " + std::to_string(rank) + ": " + event_kind_name(e.kind) + " at " +
+                              std::to_string(e.start_ns) + " ns ends " +
+                              std::to_string(e.start_ns - e.end_ns) + " ns before it starts");
+    if (stored.lane == Lane::kCollective) {
+      if (e.cycle < 0 || e.seq_index < 0) {
+        reporter->violation("sequence-id", "rank " + std::to_string(rank) + ": " +
+                                               event_kind_name(e.kind) + " at " +
+                                               std::to_string(e.start_ns) +
+                                               " ns has no (cycle, seq_index)");
+      } else if (is_checked_collective(e.kind)) {
+        scan->collectives[key] = e.kind;
+      } else {
+        scan->non_ring.insert(key);
+      }
+    } else if (e.kind == static_cast<uint16_t>(EventKind::kRingReduceScatter)) {
+      ++scan->ring_steps[key].first;
+    } else if (e.kind == static_cast<uint16_t>(EventKind::kRingAllgather)) {
+      ++scan->ring_steps[key].second;
+    } else if (e.kind == static_cast<uint16_t>(EventKind::kDropped)) {
+      scan->dropped_marked += e.aux;
+    }
+    return true;
+  });
+}
+
+}  // namespace
+
+Status check_trace(const TraceReader& reader, const CheckOptions& options, CheckReport* report) {
+  *report = CheckReport();
+  Reporter reporter(options, report);
+  if (Status s = reader.quick_check(); !s.ok()) reporter.violation("integrity", s.message());
+  const int world = reader.world_size();
+  if (world <= 0) reporter.violation("meta", "world_size missing or not positive in meta");
+  for (int r = 0; r < world; ++r)
+    if (!reader.rank_info(r))
+      reporter.violation("rank-present", "rank " + std::to_string(r) + " of " +
+                                             std::to_string(world) + " has no trace file or data");
+
+  std::map<int, RankScan> scans;
+  for (const RankInfo& info : reader.ranks()) {
+    if (info.rank >= world && world > 0)
+      reporter.violation("rank-present", "rank " + std::to_string(info.rank) +
+                                             " is outside world_size " + std::to_string(world));
+    if (!info.finalized)
+      report->notes.push_back("rank " + std::to_string(info.rank) +
+                              ": file was not closed (process killed?); " + info.file);
+    if (Status s = scan_rank(reader, info.rank, &scans[info.rank], &reporter); !s.ok()) return s;
+    const int64_t dropped = std::max(info.dropped_events, scans[info.rank].dropped_marked);
+    report->dropped_events += dropped;
+    if (dropped > 0 && !options.allow_dropped)
+      reporter.violation("dropped", "rank " + std::to_string(info.rank) + " dropped " +
+                                        std::to_string(dropped) + " events (buffer full)");
+  }
+
+  // Every collective on every rank, with the same kind.
+  std::map<CollectiveKey, uint16_t> all;
+  for (const auto& [rank, scan] : scans)
+    all.insert(scan.collectives.begin(), scan.collectives.end());
+  report->collectives = static_cast<int64_t>(all.size());
+  for (const auto& [key, kind] : all) {
+    for (const auto& [rank, scan] : scans) {
+      auto it = scan.collectives.find(key);
+      if (it == scan.collectives.end())
+        reporter.violation("collective-on-every-rank", event_kind_name(kind) + " " + key_text(key) +
+                                                           " missing on rank " +
+                                                           std::to_string(rank));
+      else if (it->second != kind)
+        reporter.violation("collective-kind",
+                           key_text(key) + " is " + event_kind_name(kind) + " on one rank but " +
+                               event_kind_name(it->second) + " on rank " + std::to_string(rank));
+    }
+  }
+
+  // 2(n-1) ring steps per ring allreduce; no step outside a collective.
+  const int n = world > 0 ? world : static_cast<int>(reader.ranks().size());
+  for (const auto& [rank, scan] : scans) {
+    for (const auto& [key, kind] : scan.collectives) {
+      if (kind != static_cast<uint16_t>(EventKind::kAllreduce) || n <= 1 ||
+          scan.non_ring.count(key))
+        continue;
+      auto it = scan.ring_steps.find(key);
+      const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
+      if (rs != n - 1 || ag != n - 1)
+        reporter.violation("ring-steps", "rank " + std::to_string(rank) + ": ring allreduce " +
+                                             key_text(key) + " has " + std::to_string(rs) +
+                                             " reduce-scatter + " + std::to_string(ag) +
+                                             " allgather steps; expected " + std::to_string(n - 1) +
+                                             " + " + std::to_string(n - 1) +
+                                             " = 2(n-1) for n=" + std::to_string(n));
+    }
+    for (const auto& [key, counts] : scan.ring_steps)
+      if (!scan.collectives.count(key) && !scan.non_ring.count(key))
+        reporter.violation("ring-step-orphan", "rank " + std::to_string(rank) + ": " +
+                                                   std::to_string(counts.first + counts.second) +
+                                                   " ring steps tagged " + key_text(key) +
+                                                   " but no collective with that id");
+  }
+  report->notes.push_back(std::to_string(report->collectives) + " collectives, " +
+                          std::to_string(reader.ranks().size()) + " ranks, " +
+                          std::to_string(report->dropped_events) + " dropped events");
+  return Status::OK();
+}
+
+}  // namespace ringscope

@@ -1,0 +1,282 @@
+// TraceReader queries: window (bounded overlap via the longest duration per
+// lane), struct-of-arrays lane load, one collective across ranks, settings,
+// streaming scans. Times are mapped to rank 0's clock, name ids to the
+// reader's string table.
+#include <algorithm>
+#include <cmath>
+
+#include "trace_reader_impl.h"
+
+namespace ringscope {
+namespace {
+
+double drift_slope(const RankInfo& r) {
+  if (!r.has_end_offset || r.clock_offset_end_at_ns == r.clock_offset_at_ns) return 0.0;
+  return static_cast<double>(r.clock_offset_end_ns - r.clock_offset_ns) /
+         static_cast<double>(r.clock_offset_end_at_ns - r.clock_offset_at_ns);
+}
+
+int32_t optional_int32(const sql::Stmt& stmt, int col) {
+  return static_cast<int32_t>(stmt.column_int_or(col, -1));
+}
+
+}  // namespace
+
+int64_t RankInfo::to_rank0(int64_t local_ns) const {
+  if (clock_aligned) return local_ns;
+  const double drift = drift_slope(*this) * static_cast<double>(local_ns - clock_offset_at_ns);
+  return local_ns + clock_offset_ns + std::llround(drift);
+}
+
+int64_t RankInfo::to_local(int64_t rank0_ns) const {
+  if (clock_aligned) return rank0_ns;
+  const double slope = drift_slope(*this);
+  const double since = static_cast<double>(rank0_ns - clock_offset_ns - clock_offset_at_ns);
+  return clock_offset_at_ns + std::llround(since / (1.0 + slope));
+}
+
+int64_t LaneColumns::dur_ns(size_t i) const {
+  if (dur_ns_u32[i] != kLongDuration) return dur_ns_u32[i];
+  auto it = std::lower_bound(long_durations.begin(), long_durations.end(),
+                             std::make_pair(static_cast<uint32_t>(i), INT64_MIN));
+  return it != long_durations.end() && it->first == i ? it->second : kLongDuration;
+}
+
+size_t LaneColumns::memory_bytes() const {
+  return start_ns.capacity() * 8 + dur_ns_u32.capacity() * 4 + long_durations.capacity() * 16 +
+         cycle.capacity() * 8 + bytes.capacity() * 8 + name_id.capacity() * 4 +
+         seq_index.capacity() * 4 + kind.capacity() * 2;
+}
+
+const RankInfo* TraceReader::Impl::rank_info(int rank) const {
+  auto it = std::lower_bound(ranks.begin(), ranks.end(), rank,
+                             [](const RankInfo& r, int value) { return r.rank < value; });
+  return it != ranks.end() && it->rank == rank ? &*it : nullptr;
+}
+
+void TraceReader::Impl::read_event(const TraceSource& source, const RankInfo& rank,
+                                   const sql::Stmt& stmt, StoredEvent* out) const {
+  TraceEvent& e = out->event;
+  out->rank = static_cast<int32_t>(stmt.column_int(0));
+  out->lane = static_cast<Lane>(stmt.column_int(1) & 0xff);
+  e.kind = static_cast<uint16_t>(stmt.column_int(2));
+  const int64_t start = stmt.column_int(3);
+  const int64_t dur = stmt.column_int(4);
+  e.start_ns = rank.to_rank0(start);
+  e.end_ns = rank.clock_aligned ? start + dur : rank.to_rank0(start + dur);
+  e.cycle = stmt.column_int_or(5, -1);
+  e.seq_index = optional_int32(stmt, 6);
+  e.name_id = -1;
+  if (!stmt.is_null(7)) {
+    auto it = source.string_remap.find(static_cast<int32_t>(stmt.column_int(7)));
+    if (it != source.string_remap.end()) e.name_id = it->second;
+  }
+  e.bytes = stmt.column_int_or(8, 0);
+  e.value = stmt.column_int_or(9, 0);
+  e.peer_send = optional_int32(stmt, 10);
+  e.peer_recv = optional_int32(stmt, 11);
+  e.step = optional_int32(stmt, 12);
+  e.aux = static_cast<int32_t>(stmt.column_int_or(13, 0));
+  e.thread = static_cast<uint32_t>(stmt.column_int_or(14, 0));
+}
+
+TraceReader::TraceReader() = default;
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+
+bool TraceReader::merged() const { return impl_->sources.size() == 1 && impl_->sources[0].merged; }
+const std::vector<std::string>& TraceReader::files() const { return impl_->files; }
+const std::map<std::string, std::string>& TraceReader::meta() const { return impl_->meta; }
+std::string TraceReader::meta_value(const std::string& key, const std::string& fallback) const {
+  auto it = impl_->meta.find(key);
+  return it == impl_->meta.end() ? fallback : it->second;
+}
+int TraceReader::world_size() const { return std::atoi(meta_value("world_size", "0").c_str()); }
+const std::vector<RankInfo>& TraceReader::ranks() const { return impl_->ranks; }
+const RankInfo* TraceReader::rank_info(int rank) const { return impl_->rank_info(rank); }
+size_t TraceReader::string_count() const { return impl_->texts.size(); }
+
+std::string_view TraceReader::text(int32_t name_id) const {
+  if (name_id < 0 || static_cast<size_t>(name_id) >= impl_->texts.size()) return {};
+  return impl_->texts[static_cast<size_t>(name_id)];
+}
+
+Status TraceReader::lanes(int rank, std::vector<Lane>* out) const {
+  out->clear();
+  if (!impl_->source(rank))
+    return Status(StatusCode::kInvalidArgument, "no rank " + std::to_string(rank));
+  for (const auto& [key, stat] : impl_->lane_stats)
+    if (key.first == rank && stat.event_count > 0) out->push_back(static_cast<Lane>(key.second));
+  return Status::OK();
+}
+
+int64_t TraceReader::max_duration(int rank, Lane lane) const {
+  auto it = impl_->lane_stats.find({rank, static_cast<int>(lane)});
+  return it == impl_->lane_stats.end() ? -1 : it->second.max_dur_ns;
+}
+
+Status TraceReader::events_in_window(int rank, Lane lane, int64_t begin_ns, int64_t end_ns,
+                                     std::vector<StoredEvent>* out) const {
+  out->clear();
+  TraceSource* source = const_cast<TraceSource*>(impl_->source(rank));
+  if (!source) return Status(StatusCode::kInvalidArgument, "no rank " + std::to_string(rank));
+  const int64_t max_dur = max_duration(rank, lane);
+  if (max_dur < 0) return Status::OK();
+  const RankInfo& info = *impl_->rank_info(rank);
+  const int64_t local_begin = info.to_local(begin_ns) - 1, local_end = info.to_local(end_ns) + 1;
+  sql::Stmt& stmt = source->window_stmt;
+  if (!stmt.valid()) {
+    std::string query = std::string("SELECT ") + kSelectEventColumns +
+                        " FROM events WHERE rank = ?1 AND lane = ?2 AND start_ns BETWEEN ?3 AND ?4"
+                        " AND start_ns + dur_ns >= ?5 ORDER BY start_ns";
+    if (Status s = stmt.prepare(source->db.get(), query); !s.ok()) return s;
+  }
+  stmt.reset();
+  stmt.bind(1, rank);
+  stmt.bind(2, static_cast<int>(lane));
+  stmt.bind(3, local_begin - max_dur);
+  stmt.bind(4, local_end);
+  stmt.bind(5, local_begin);
+  Status status;
+  StoredEvent event;
+  while (stmt.step(&status)) {
+    impl_->read_event(*source, info, stmt, &event);
+    if (event.event.start_ns <= end_ns && event.event.end_ns >= begin_ns) out->push_back(event);
+  }
+  stmt.reset();
+  return status;
+}
+
+Status TraceReader::scan_events(int rank, const std::function<bool(const StoredEvent&)>& fn,
+                                std::optional<Lane> lane) const {
+  const TraceSource* source = impl_->source(rank);
+  if (!source) return Status(StatusCode::kInvalidArgument, "no rank " + std::to_string(rank));
+  const RankInfo& info = *impl_->rank_info(rank);
+  sql::Stmt stmt;
+  std::string query = std::string("SELECT ") + kSelectEventColumns +
+                      " FROM events WHERE rank = ?1" + (lane ? " AND lane = ?2" : "") +
+                      " ORDER BY lane, start_ns";
+  if (Status s = stmt.prepare(source->db.get(), query); !s.ok()) return s;
+  stmt.bind(1, rank);
+  if (lane) stmt.bind(2, static_cast<int>(*lane));
+  Status status;
+  StoredEvent event;
+  while (stmt.step(&status)) {
+    impl_->read_event(*source, info, stmt, &event);
+    if (!fn(event)) break;
+  }
+  return status;
+}
+
+Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
+  *out = LaneColumns();
+  auto it = impl_->lane_stats.find({rank, static_cast<int>(lane)});
+  if (it != impl_->lane_stats.end()) {
+    const size_t n = static_cast<size_t>(it->second.event_count);
+    out->start_ns.reserve(n), out->dur_ns_u32.reserve(n), out->cycle.reserve(n);
+    out->bytes.reserve(n), out->name_id.reserve(n), out->seq_index.reserve(n), out->kind.reserve(n);
+  }
+  return scan_events(
+      rank,
+      [out](const StoredEvent& stored) {
+        const TraceEvent& e = stored.event;
+        const int64_t dur = e.end_ns - e.start_ns;
+        if (dur >= 0 && dur < LaneColumns::kLongDuration) {
+          out->dur_ns_u32.push_back(static_cast<uint32_t>(dur));
+        } else {
+          out->long_durations.emplace_back(static_cast<uint32_t>(out->size()), dur);
+          out->dur_ns_u32.push_back(LaneColumns::kLongDuration);
+        }
+        out->start_ns.push_back(e.start_ns);
+        out->cycle.push_back(e.cycle);
+        out->bytes.push_back(e.bytes);
+        out->name_id.push_back(e.name_id);
+        out->seq_index.push_back(e.seq_index);
+        out->kind.push_back(e.kind);
+        return true;
+      },
+      lane);
+}
+
+Status TraceReader::collective(int64_t cycle, int32_t seq_index,
+                               std::vector<StoredEvent>* out) const {
+  out->clear();
+  for (const RankInfo& info : impl_->ranks) {
+    const TraceSource& source = *impl_->source(info.rank);
+    sql::Stmt span;
+    // Literal "lane = 0" lets SQLite use the partial index cycles_by_number.
+    if (Status s = span.prepare(source.db.get(),
+                                "SELECT min(start_ns), max(start_ns + dur_ns) FROM events"
+                                " WHERE lane = 0 AND cycle = ?1 AND rank = ?2");
+        !s.ok())
+      return s;
+    span.bind(1, cycle);
+    span.bind(2, info.rank);
+    Status status;
+    const bool found = span.step(&status) && !span.is_null(0);
+    if (!status.ok()) return status;
+    std::string query = std::string("SELECT ") + kSelectEventColumns +
+                        " FROM events WHERE rank = ?1 AND cycle = ?2 AND seq_index = ?3";
+    if (found) query += " AND lane = ?4 AND start_ns BETWEEN ?5 AND ?6";
+    sql::Stmt stmt;
+    if (Status s = stmt.prepare(source.db.get(), query); !s.ok()) return s;
+    std::vector<int> lanes_to_scan = {-1};
+    if (found) {
+      lanes_to_scan.clear();
+      for (const auto& [key, stat] : impl_->lane_stats)
+        if (key.first == info.rank) lanes_to_scan.push_back(key.second);
+    }
+    for (int lane : lanes_to_scan) {
+      stmt.reset();
+      stmt.bind(1, info.rank);
+      stmt.bind(2, cycle);
+      stmt.bind(3, seq_index);
+      if (found) {
+        stmt.bind(4, lane);
+        stmt.bind(5, span.column_int(0) - max_duration(info.rank, static_cast<Lane>(lane)));
+        stmt.bind(6, span.column_int(1));
+      }
+      StoredEvent event;
+      while (stmt.step(&status)) {
+        impl_->read_event(source, info, stmt, &event);
+        out->push_back(event);
+      }
+      if (!status.ok()) return status;
+    }
+  }
+  return Status::OK();
+}
+
+Status TraceReader::settings(std::vector<SettingChange>* out) const {
+  out->clear();
+  for (const RankInfo& info : impl_->ranks) {
+    Status status = scan_events(
+        info.rank,
+        [out](const StoredEvent& stored) {
+          if (stored.event.kind == static_cast<uint16_t>(EventKind::kSettings))
+            out->push_back(
+                {stored.rank, stored.event.start_ns, stored.event.peer_send, stored.event.value});
+          return true;
+        },
+        Lane::kSettings);
+    if (!status.ok()) return status;
+  }
+  std::stable_sort(out->begin(), out->end(), [](const SettingChange& a, const SettingChange& b) {
+    return a.time_ns < b.time_ns;
+  });
+  return Status::OK();
+}
+
+Status TraceReader::quick_check() const {
+  for (const TraceSource& source : impl_->sources) {
+    std::optional<std::string> result;
+    if (Status s = sql::query_text(source.db.get(), "PRAGMA quick_check", &result); !s.ok())
+      return Status(s.code(), source.path + ": " + s.message());
+    if (result != "ok")
+      return Status(StatusCode::kCorrupt, source.path + ": quick_check: " + result.value_or("?"));
+  }
+  return Status::OK();
+}
+
+}  // namespace ringscope

@@ -1,0 +1,60 @@
+// Private state of TraceReader shared by trace_reader_open.cc (resolving
+// inputs, validating and loading the small tables) and trace_reader.cc
+// (the event queries).
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ringscope/trace_reader.h"
+#include "sqlite_util.h"
+
+namespace ringscope {
+
+struct LaneStat {
+  int64_t event_count = 0;
+  int64_t max_dur_ns = 0;
+};
+
+// One opened file.
+struct TraceSource {
+  std::string path;
+  sql::Db db;
+  bool merged = false;
+  std::map<std::string, std::string> meta;
+  std::unordered_map<int32_t, int32_t> string_remap;  // file id -> reader id
+  sql::Stmt window_stmt;                              // cached: the viewer's hot query
+};
+
+struct TraceReader::Impl {
+  std::vector<TraceSource> sources;
+  std::vector<std::string> files;
+  std::map<std::string, std::string> meta;
+  std::vector<RankInfo> ranks;
+  std::unordered_map<int, size_t> source_of_rank;
+  std::map<std::pair<int, int>, LaneStat> lane_stats;  // (rank, lane)
+  std::vector<std::string> texts;
+  std::unordered_map<std::string, int32_t> text_ids;
+
+  const TraceSource* source(int rank) const {
+    auto it = source_of_rank.find(rank);
+    return it == source_of_rank.end() ? nullptr : &sources[it->second];
+  }
+  const RankInfo* rank_info(int rank) const;
+  // Fills `out` from a row whose first 15 columns are schema::kEventColumns.
+  void read_event(const TraceSource& source, const RankInfo& rank, const sql::Stmt& stmt,
+                  StoredEvent* out) const;
+};
+
+// Resolves reader inputs (files, base path, directory) to trace files.
+Status resolve_trace_inputs(const std::vector<std::string>& inputs,
+                            std::vector<std::string>* files);
+
+// The event column list, for SELECTs feeding read_event().
+inline constexpr const char* kSelectEventColumns =
+    "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, "
+    "peer_recv, step, aux, thread";
+
+}  // namespace ringscope

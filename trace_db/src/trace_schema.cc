@@ -1,0 +1,158 @@
+// The one table that gives every EventKind its name, lane and field meaning,
+// plus lane/setting names and the per-rank file naming rule. The enum tables
+// written into every trace file are filled from here.
+#include "ringscope/trace_schema.h"
+
+#include <array>
+
+namespace ringscope {
+namespace {
+
+using K = EventKind;
+using L = Lane;
+
+constexpr EventKindInfo kKinds[] = {
+    {K::kCycle, "CYCLE", L::kCycle, true,
+     "background-loop iteration; aux = path bits (1 fast, 2 slow), value = responses"},
+    {K::kEnqueue, "ENQUEUE", L::kNegotiation, false,
+     "tensor submitted on this rank; name_id = tensor, bytes = size"},
+    {K::kNegotiate, "NEGOTIATE", L::kNegotiation, true,
+     "one per response: from this rank's enqueue (start) to the decision; aux = path bits"},
+    {K::kReady, "READY", L::kNegotiation, false,
+     "coordinator: request of rank peer_recv arrived for name_id"},
+    {K::kFusion, "FUSION", L::kFusion, true, "one fused group executed; bytes = total"},
+    {K::kFusionMember, "FUSION_MEMBER", L::kFusion, false,
+     "one tensor of a fusion group; name_id = tensor, step = member index, aux = offset, bytes = "
+     "size"},
+    {K::kMemcpyIn, "MEMCPY_IN", L::kFusion, true, "copy into the fusion buffer; bytes copied"},
+    {K::kMemcpyOut, "MEMCPY_OUT", L::kFusion, true, "copy out of the fusion buffer; bytes copied"},
+    {K::kRingReduceScatter, "RING_REDUCE_SCATTER", L::kRing, true,
+     "ring reduce-scatter step `step`; bytes sent to peer_send, received from peer_recv"},
+    {K::kRingAllgather, "RING_ALLGATHER", L::kRing, true,
+     "ring allgather step `step` of an allreduce; peers and bytes as above"},
+    {K::kAllgatherStep, "ALLGATHER_STEP", L::kRing, true, "one step of a ring allgather(v) op"},
+    {K::kBroadcastStep, "BROADCAST_STEP", L::kRing, true, "one hop of a chain broadcast"},
+    {K::kCallback, "CALLBACK", L::kCallback, true, "user callbacks of a response"},
+    {K::kSettings, "SETTINGS", L::kSettings, false,
+     "setting peer_send (SettingKey) took value `value`"},
+    {K::kError, "ERROR", L::kErrors, false, "an op failed; name_id = message"},
+    {K::kStall, "STALL", L::kErrors, false, "stall warning; name_id = message"},
+    {K::kStep, "STEP", L::kUser, false, "user step mark; aux = step number"},
+    {K::kAllreduce, "ALLREDUCE", L::kCollective, true,
+     "whole allreduce collective; bytes = payload"},
+    {K::kMpiAllreduce, "MPI_ALLREDUCE", L::kCollective, true,
+     "MPI_Allreduce used instead of the ring"},
+    {K::kAllgather, "ALLGATHER", L::kCollective, true, "whole allgather collective"},
+    {K::kBroadcast, "BROADCAST", L::kCollective, true,
+     "whole broadcast collective; peer_send = root"},
+    {K::kNcclAllreduce, "NCCL_ALLREDUCE", L::kCollective, true,
+     "NCCL allreduce, device times on the host clock"},
+    {K::kNcclAllgather, "NCCL_ALLGATHER", L::kCollective, true,
+     "NCCL allgather, device times on the host clock"},
+    {K::kNcclBroadcast, "NCCL_BROADCAST", L::kCollective, true,
+     "NCCL broadcast, device times on the host clock"},
+    {K::kDropped, "DROPPED", L::kErrors, false,
+     "writer dropped aux events since the last mark; value = total so far"},
+    {K::kAutotuneTrial, "AUTOTUNE_TRIAL", L::kAutotune, true,
+     "one autotune sampling window; aux = trial"},
+};
+constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
+constexpr int kMaxKind = 64;
+
+// kind -> index into kKinds (or -1), built at compile time for the hot path.
+constexpr std::array<int8_t, kMaxKind> build_kind_index() {
+  std::array<int8_t, kMaxKind> index{};
+  for (auto& i : index) i = -1;
+  for (int i = 0; i < kKindCount; ++i)
+    index[static_cast<int>(kKinds[i].kind)] = static_cast<int8_t>(i);
+  return index;
+}
+constexpr std::array<int8_t, kMaxKind> kKindIndex = build_kind_index();
+
+struct LaneInfo {
+  Lane lane;
+  const char* name;
+  const char* description;
+};
+constexpr LaneInfo kLanes[] = {
+    {L::kCycle, "cycle", "background-loop iterations"},
+    {L::kNegotiation, "negotiation", "enqueue, negotiation and readiness"},
+    {L::kFusion, "fusion", "fusion groups, members and buffer copies"},
+    {L::kCollective, "collective", "whole collectives (ring, MPI, NCCL)"},
+    {L::kRing, "ring", "ring / chain steps of a collective"},
+    {L::kCallback, "callback", "user callbacks"},
+    {L::kSettings, "settings", "settings changes"},
+    {L::kAutotune, "autotune", "autotune trials"},
+    {L::kUser, "user", "user step marks"},
+    {L::kErrors, "errors", "errors, stall warnings, dropped-event marks"},
+    {L::kOther, "other", "kinds unknown to this reader"},
+};
+
+constexpr SettingKey kSettingKeys[] = {SettingKey::kFusionThresholdBytes, SettingKey::kCycleTimeNs,
+                                       SettingKey::kCacheEnabled,
+                                       SettingKey::kCpuAllreduceAlgorithm};
+
+}  // namespace
+
+const EventKindInfo* event_kind_table(int* count) {
+  *count = kKindCount;
+  return kKinds;
+}
+
+const EventKindInfo* event_kind_info(uint16_t kind) {
+  if (kind >= kMaxKind || kKindIndex[kind] < 0) return nullptr;
+  return &kKinds[kKindIndex[kind]];
+}
+
+Lane lane_of_kind(uint16_t kind) {
+  const EventKindInfo* info = event_kind_info(kind);
+  return info ? info->lane : Lane::kOther;
+}
+
+std::string event_kind_name(uint16_t kind) {
+  const EventKindInfo* info = event_kind_info(kind);
+  return info ? info->name : "KIND_" + std::to_string(kind);
+}
+
+std::string lane_name(Lane lane) {
+  for (const LaneInfo& info : kLanes)
+    if (info.lane == lane) return info.name;
+  return "lane" + std::to_string(static_cast<int>(lane));
+}
+
+const char* lane_description(Lane lane) {
+  for (const LaneInfo& info : kLanes)
+    if (info.lane == lane) return info.description;
+  return "";
+}
+
+std::string setting_key_name(int32_t key) {
+  switch (static_cast<SettingKey>(key)) {
+    case SettingKey::kFusionThresholdBytes:
+      return "FUSION_THRESHOLD_BYTES";
+    case SettingKey::kCycleTimeNs:
+      return "CYCLE_TIME_NS";
+    case SettingKey::kCacheEnabled:
+      return "CACHE_ENABLED";
+    case SettingKey::kCpuAllreduceAlgorithm:
+      return "CPU_ALLREDUCE_ALGORITHM";
+  }
+  return "SETTING_" + std::to_string(key);
+}
+
+const SettingKey* setting_key_table(int* count) {
+  *count = static_cast<int>(sizeof(kSettingKeys) / sizeof(kSettingKeys[0]));
+  return kSettingKeys;
+}
+
+std::string per_rank_trace_path(std::string_view base, int rank) {
+  std::string path(base);
+  const size_t slash = path.find_last_of('/');
+  const size_t name_begin = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = path.find_last_of('.');
+  const std::string tag = ".rank" + std::to_string(rank);
+  if (dot == std::string::npos || dot <= name_begin) return path + tag + ".sqlite";
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+}  // namespace ringscope

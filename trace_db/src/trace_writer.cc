@@ -1,0 +1,249 @@
+// TraceWriter public API: open (file, schema, meta, writer thread), the
+// lock-free record() hot path with its once-per-thread registration,
+// intern(), clock offsets, flush() and close() (drain all, then finalize).
+#include "ringscope/trace_writer.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "ringscope/trace_schema.h"
+#include "schema.h"
+#include "trace_writer_impl.h"
+
+namespace ringscope {
+namespace {
+
+// The calling thread's buffer for the writer it recorded to last. Trivial
+// type: thread_local access needs no guard. Writer ids are never reused, so
+// a stale entry (closed/destroyed writer) can never match.
+struct ThreadCache {
+  uint64_t writer_id;
+  SpscEventBuffer* buffer;
+};
+thread_local ThreadCache t_cache{0, nullptr};
+
+int64_t utc_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  return raw;
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(TraceWriterOptions options) : impl_(std::make_unique<Impl>(options)) {}
+
+TraceWriter::~TraceWriter() {
+  if (is_open()) close();
+}
+
+bool TraceWriter::is_open() const { return impl_->db != nullptr; }
+const std::string& TraceWriter::path() const { return impl_->path; }
+
+Status TraceWriter::open(const std::string& path, int rank, int world_size,
+                         const std::map<std::string, std::string>& meta) {
+  if (is_open()) return Status(StatusCode::kInvalidArgument, "trace already open: " + path);
+  if (impl_->used) impl_ = std::make_unique<Impl>(impl_->options);
+  Impl& m = *impl_;
+  m.used = true;
+  if (rank < 0 || world_size <= 0 || rank >= world_size)
+    return Status(
+        StatusCode::kInvalidArgument,
+        "bad rank " + std::to_string(rank) + " for world size " + std::to_string(world_size));
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+  m.path = path;
+  m.rank = rank;
+  m.epoch = std::chrono::steady_clock::now();
+  const int64_t start_utc = utc_now_ns();
+  sql::Db db;
+  if (Status s = sql::open_for_write(path, &db); !s.ok()) return s;
+  if (Status s = sql::exec(db.get(),
+                           "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                           "PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=4096;");
+      !s.ok())
+    return s;
+  if (Status s = schema::create(db.get(), schema::EventLayout::kAppendLog); !s.ok()) return s;
+  const std::string host = host_name();
+  std::map<std::string, std::string> all = {
+      {"rank", std::to_string(rank)},
+      {"world_size", std::to_string(world_size)},
+      {"hostname", host},
+      {"pid", std::to_string(getpid())},
+      {"command_line", command_line()},
+      {"start_utc_ns", std::to_string(start_utc)},
+      {"run_id", host + "-" + std::to_string(getpid()) + "-" + std::to_string(start_utc)},
+      {"clock",
+       "steady_clock ns since this rank's trace start; ranks.clock_offset_* map to rank 0"},
+      {"time_unit", "ns"},
+      {"layout", "per-rank"}};
+  for (const auto& [key, value] : meta)
+    if (key != "schema_version") all[key] = value;
+  if (Status s = schema::put_meta(db.get(), all); !s.ok()) return s;
+  sql::Stmt add_rank;
+  if (Status s = add_rank.prepare(
+          db.get(), "INSERT INTO ranks(rank, hostname, pid, start_utc_ns) VALUES(?,?,?,?)");
+      !s.ok())
+    return s;
+  add_rank.bind(1, rank);
+  add_rank.bind_text(2, host);
+  add_rank.bind(3, getpid());
+  add_rank.bind(4, start_utc);
+  if (Status s = add_rank.run(); !s.ok()) return s;
+  std::string insert = "INSERT INTO events(";
+  insert += schema::kEventColumns;
+  insert += ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  if (Status s = m.insert_event.prepare(db.get(), insert); !s.ok()) return s;
+  if (Status s = m.insert_string.prepare(db.get(), "INSERT INTO strings(id, text) VALUES(?,?)");
+      !s.ok())
+    return s;
+  if (Status s = m.update_rank.prepare(
+          db.get(),
+          "UPDATE ranks SET clock_offset_ns=?, clock_offset_at_ns=?, clock_rtt_ns=?,"
+          " clock_offset_end_ns=?, clock_offset_end_at_ns=?, clock_rtt_end_ns=?,"
+          " dropped_events=?, event_count=? WHERE rank=?");
+      !s.ok())
+    return s;
+  m.db = std::move(db);
+  m.stopping = false;
+  m.accepting.store(true, std::memory_order_release);
+  m.writer = std::thread([&m] { m.writer_loop(); });
+  return Status::OK();
+}
+
+void TraceWriter::record(const TraceEvent& event) {
+  Impl& m = *impl_;
+  if (!m.accepting.load(std::memory_order_relaxed)) {
+    if (m.db) m.late_events.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ThreadCache& cache = t_cache;
+  if (cache.writer_id != m.id) {  // first event of this thread for this writer
+    std::lock_guard<std::mutex> lock(m.mutex);
+    SpscEventBuffer*& buffer = m.buffer_of_thread[std::this_thread::get_id()];
+    if (!buffer) {
+      m.buffers.push_back(std::make_unique<SpscEventBuffer>(
+          m.options.buffer_events, static_cast<uint32_t>(m.buffers.size() + 1)));
+      buffer = m.buffers.back().get();
+    }
+    cache = {m.id, buffer};
+  }
+  cache.buffer->push(event);
+}
+
+int64_t TraceWriter::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              impl_->epoch)
+      .count();
+}
+
+int32_t TraceWriter::intern(std::string_view text) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto [it, inserted] =
+      m.string_ids.try_emplace(std::string(text), static_cast<int32_t>(m.string_ids.size()));
+  if (inserted) m.pending_strings.emplace_back(it->second, it->first);
+  return it->second;
+}
+
+void TraceWriter::set_clock_offset_start(int64_t offset_ns, int64_t rtt_ns,
+                                         int64_t measured_at_ns) {
+  const int64_t at = measured_at_ns >= 0 ? measured_at_ns : now_ns();
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->clock.start_offset_ns = offset_ns;
+  impl_->clock.start_rtt_ns = rtt_ns;
+  impl_->clock.start_at_ns = at;
+  impl_->clock_dirty = true;
+}
+
+void TraceWriter::set_clock_offset_end(int64_t offset_ns, int64_t rtt_ns, int64_t measured_at_ns) {
+  const int64_t at = measured_at_ns >= 0 ? measured_at_ns : now_ns();
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->clock.end_offset_ns = offset_ns;
+  impl_->clock.end_rtt_ns = rtt_ns;
+  impl_->clock.end_at_ns = at;
+  impl_->clock.has_end = true;
+  impl_->clock_dirty = true;
+}
+
+Status TraceWriter::flush() {
+  Impl& m = *impl_;
+  if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
+  std::unique_lock<std::mutex> lock(m.mutex);
+  const uint64_t target = ++m.flush_requested;
+  m.wake.notify_all();
+  m.flushed.wait(lock, [&] { return m.flush_done >= target || m.writer_exited; });
+  return m.first_error;
+}
+
+uint64_t TraceWriter::dropped_events() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  uint64_t dropped = impl_->late_events.load();
+  for (auto& buffer : impl_->buffers) dropped += buffer->dropped();
+  return dropped;
+}
+
+uint64_t TraceWriter::written_events() const { return impl_->written.load(); }
+
+Status TraceWriter::close() {
+  Impl& m = *impl_;
+  if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
+  m.accepting.store(false, std::memory_order_release);
+  m.stopping.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.wake.notify_all();
+  }
+  m.writer.join();
+  Status status = m.first_error;
+  // Events pushed after the writer's last pass (racing with close) or left
+  // after a write error are counted, never silently lost.
+  for (auto& buffer : m.buffers) m.late_events.fetch_add(buffer->size());
+  if (!m.failed) {
+    status = m.write_side_tables(true);
+    if (status.ok()) status = m.commit();
+    if (status.ok()) {
+      sql::Stmt duration;
+      status = duration.prepare(m.db.get(), "UPDATE ranks SET duration_ns = ? WHERE rank = ?");
+      duration.bind(1, now_ns());
+      duration.bind(2, m.rank);
+      if (status.ok()) status = duration.run();
+    }
+    if (status.ok())
+      status = schema::put_meta(m.db.get(), {{"end_utc_ns", std::to_string(utc_now_ns())}});
+    if (status.ok()) status = schema::finalize(m.db.get(), schema::EventLayout::kAppendLog);
+    if (status.ok())
+      status =
+          sql::exec(m.db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+  }
+  m.insert_event = sql::Stmt();
+  m.insert_string = sql::Stmt();
+  m.update_rank = sql::Stmt();
+  m.db.reset();
+  return status;
+}
+
+std::string trace_path_from_env(int rank) {
+  const char* base = std::getenv("RINGSCOPE_TRACE");
+  if (!base || !*base) return std::string();
+  return per_rank_trace_path(base, rank);
+}
+
+}  // namespace ringscope

@@ -1,0 +1,76 @@
+// Private state of TraceWriter shared by its two source files:
+// trace_writer.cc (public API, open/close, thread registration) and
+// trace_writer_thread.cc (the writer thread that drains into SQLite).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ringscope/trace_writer.h"
+#include "spsc_buffer.h"
+#include "sqlite_util.h"
+
+namespace ringscope {
+
+struct ClockOffsets {
+  int64_t start_offset_ns = 0, start_at_ns = 0, start_rtt_ns = -1;
+  int64_t end_offset_ns = 0, end_at_ns = 0, end_rtt_ns = -1;
+  bool has_end = false;
+};
+
+struct TraceWriter::Impl {
+  explicit Impl(TraceWriterOptions opts) : options(opts) {}
+
+  // Writer thread (trace_writer_thread.cc).
+  void writer_loop();
+  size_t drain_all();  // inserts what is buffered; returns rows
+  Status insert_events(const TraceEvent* events, size_t count);
+  Status write_side_tables(bool force);  // strings, dropped mark, ranks row
+  Status begin_if_needed();
+  Status commit();
+  void fail(const Status& status);
+
+  const TraceWriterOptions options;
+  const uint64_t id = next_id.fetch_add(1);  // never reused, keys the thread cache
+  static inline std::atomic<uint64_t> next_id{1};
+
+  std::string path;
+  int rank = 0;
+  sql::Db db;
+  sql::Stmt insert_event, insert_string, update_rank;
+  std::chrono::steady_clock::time_point epoch;
+  std::thread writer;
+  std::atomic<bool> accepting{false};
+  std::atomic<bool> stopping{false};
+
+  // Guarded by mutex: buffers, thread map, interned strings, clock, flush.
+  mutable std::mutex mutex;
+  std::condition_variable wake;     // writer thread sleeps on it
+  std::condition_variable flushed;  // flush() waits on it
+  std::vector<std::unique_ptr<SpscEventBuffer>> buffers;
+  std::unordered_map<std::thread::id, SpscEventBuffer*> buffer_of_thread;
+  std::unordered_map<std::string, int32_t> string_ids;
+  std::vector<std::pair<int32_t, std::string>> pending_strings;
+  ClockOffsets clock;
+  bool clock_dirty = false;
+  uint64_t flush_requested = 0, flush_done = 0;
+  bool writer_exited = false;
+  bool used = false;  // opened once: a reopen starts from a fresh Impl
+  Status first_error;
+
+  // Writer-thread state.
+  bool in_transaction = false;
+  std::chrono::steady_clock::time_point transaction_began;
+  uint64_t dropped_written = 0;  // dropped total already stored
+  std::atomic<uint64_t> written{0};
+  std::atomic<uint64_t> late_events{0};  // recorded after close began
+  bool failed = false;
+};
+
+}  // namespace ringscope

@@ -1,0 +1,174 @@
+// The TraceWriter's writer thread: drains every per-thread buffer into the
+// events table with one prepared statement inside batched transactions,
+// commits at least every commit_interval_ms, and sleeps when idle.
+#include <algorithm>
+#include <climits>
+
+#include "ringscope/trace_schema.h"
+#include "trace_writer_impl.h"
+
+namespace ringscope {
+namespace {
+constexpr size_t kDrainChunk = 4096;  // events taken from one buffer per visit
+}
+
+void TraceWriter::Impl::fail(const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (first_error.ok()) first_error = status;
+  failed = true;
+}
+
+Status TraceWriter::Impl::begin_if_needed() {
+  if (in_transaction) return Status::OK();
+  if (Status s = sql::exec(db.get(), "BEGIN"); !s.ok()) return s;
+  in_transaction = true;
+  transaction_began = std::chrono::steady_clock::now();
+  return Status::OK();
+}
+
+Status TraceWriter::Impl::commit() {
+  if (!in_transaction) return Status::OK();
+  in_transaction = false;
+  return sql::exec(db.get(), "COMMIT");
+}
+
+Status TraceWriter::Impl::insert_events(const TraceEvent* events, size_t count) {
+  sql::Stmt& stmt = insert_event;
+  for (size_t i = 0; i < count; ++i) {
+    const TraceEvent& e = events[i];
+    stmt.bind(1, rank);
+    stmt.bind(2, static_cast<int>(lane_of_kind(e.kind)));
+    stmt.bind(3, e.kind);
+    stmt.bind(4, e.start_ns);
+    stmt.bind(5, e.end_ns - e.start_ns);
+    stmt.bind_optional(6, e.cycle, e.cycle >= 0);
+    stmt.bind_optional(7, e.seq_index, e.seq_index >= 0);
+    stmt.bind_optional(8, e.name_id, e.name_id >= 0);
+    stmt.bind(9, e.bytes);
+    stmt.bind(10, e.value);
+    stmt.bind_optional(11, e.peer_send, e.peer_send >= 0);
+    stmt.bind_optional(12, e.peer_recv, e.peer_recv >= 0);
+    stmt.bind_optional(13, e.step, e.step >= 0);
+    stmt.bind(14, e.aux);
+    stmt.bind(15, e.thread);
+    const int rc = sqlite3_step(stmt.get());
+    sqlite3_reset(stmt.get());
+    if (rc != SQLITE_DONE) return sql::error(db.get(), rc, "inserting an event into " + path);
+  }
+  written.fetch_add(count, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+size_t TraceWriter::Impl::drain_all() {
+  std::vector<SpscEventBuffer*> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    snapshot.reserve(buffers.size());
+    for (auto& buffer : buffers) snapshot.push_back(buffer.get());
+  }
+  size_t total = 0;
+  for (SpscEventBuffer* buffer : snapshot) {
+    while (buffer->size() > 0) {
+      if (failed) {  // after a write error: discard, counted by close()
+        buffer->drain(kDrainChunk, [](const TraceEvent*, size_t) {});
+        continue;
+      }
+      if (Status s = begin_if_needed(); !s.ok()) {
+        fail(s);
+        break;
+      }
+      Status status;
+      total += buffer->drain(kDrainChunk, [&](const TraceEvent* events, size_t count) {
+        if (status.ok()) status = insert_events(events, count);
+      });
+      if (!status.ok()) fail(status);
+    }
+  }
+  return total;
+}
+
+Status TraceWriter::Impl::write_side_tables(bool force) {
+  std::vector<std::pair<int32_t, std::string>> strings;
+  ClockOffsets offsets;
+  bool clock_changed = false;
+  uint64_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    strings.swap(pending_strings);
+    offsets = clock;
+    clock_changed = clock_dirty;
+    clock_dirty = false;
+    for (auto& buffer : buffers) dropped += buffer->dropped();
+  }
+  dropped += late_events.load(std::memory_order_relaxed);
+  const bool dropped_changed = dropped != dropped_written;
+  if (strings.empty() && !clock_changed && !dropped_changed && !force) return Status::OK();
+  if (Status s = begin_if_needed(); !s.ok()) return s;
+  for (const auto& [id, text] : strings) {
+    insert_string.bind(1, id);
+    insert_string.bind_text(2, text);
+    if (Status s = insert_string.run(); !s.ok()) return s;
+  }
+  if (dropped_changed) {  // a DROPPED mark where it happened, and the running total
+    TraceEvent mark;
+    mark.kind = static_cast<uint16_t>(EventKind::kDropped);
+    mark.start_ns = mark.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - epoch)
+                                      .count();
+    mark.aux = static_cast<int32_t>(std::min<uint64_t>(dropped - dropped_written, INT32_MAX));
+    mark.value = static_cast<int64_t>(dropped);
+    if (Status s = insert_events(&mark, 1); !s.ok()) return s;
+    dropped_written = dropped;
+  }
+  sql::Stmt& u = update_rank;
+  u.bind(1, offsets.start_offset_ns);
+  u.bind(2, offsets.start_at_ns);
+  u.bind_optional(3, offsets.start_rtt_ns, offsets.start_rtt_ns >= 0);
+  u.bind_optional(4, offsets.end_offset_ns, offsets.has_end);
+  u.bind_optional(5, offsets.end_at_ns, offsets.has_end);
+  u.bind_optional(6, offsets.end_rtt_ns, offsets.has_end && offsets.end_rtt_ns >= 0);
+  u.bind(7, static_cast<int64_t>(dropped_written));
+  u.bind(8, static_cast<int64_t>(written.load()));
+  u.bind(9, rank);
+  return u.run();
+}
+
+void TraceWriter::Impl::writer_loop() {
+  using namespace std::chrono;
+  const auto commit_interval = milliseconds(options.commit_interval_ms);
+  for (;;) {
+    const bool stop = stopping.load(std::memory_order_acquire);
+    uint64_t flush_target = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      flush_target = flush_requested;
+    }
+    const size_t drained = drain_all();
+    if (!failed) {
+      if (Status s = write_side_tables(false); !s.ok()) fail(s);
+    }
+    const bool idle = drained == 0;
+    const bool flush_due = flush_target > flush_done;
+    if (in_transaction &&
+        (idle || flush_due || steady_clock::now() - transaction_began >= commit_interval)) {
+      if (Status s = commit(); !s.ok()) fail(s);
+    }
+    if (flush_due) {  // this pass drained everything recorded before flush()
+      std::lock_guard<std::mutex> lock(mutex);
+      flush_done = flush_target;
+      flushed.notify_all();
+    }
+    if (idle) {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (stop) {  // one full pass after stop found nothing: all drained
+        writer_exited = true;
+        flushed.notify_all();
+        return;
+      }
+      wake.wait_for(lock, milliseconds(options.idle_sleep_ms),
+                    [&] { return stopping.load() || flush_requested > flush_done; });
+    }
+  }
+}
+
+}  // namespace ringscope
