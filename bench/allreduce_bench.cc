@@ -11,6 +11,8 @@
 
 #include "bench_util.h"
 #include "mpi_transport.h"
+#include "recursive_doubling_allreduce.h"
+#include "response_executor.h"
 #include "ring_allreduce.h"
 #include "runtime.h"
 
@@ -51,12 +53,33 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::string json_path;
   int iters = 10;
+  size_t seg_min = 0, seg_max = 0;            // 0 = the runtime's defaults
+  size_t small_bytes = kSmallAllreduceBytes;  // --small-bytes 0: always the ring
+  size_t max_bytes = 64u << 20;
+  bool with_runtime = true;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc)
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--json" && has_value)
       json_path = argv[++i];
-    else if (a == "--iters" && i + 1 < argc)
+    else if (a == "--iters" && has_value)
       iters = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--segment-min" && has_value)
+      seg_min = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--segment-max" && has_value)
+      seg_max = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--small-bytes" && has_value)
+      small_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--max-bytes" && has_value)
+      max_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--no-runtime")
+      with_runtime = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
+                   "[--small-bytes B] [--segment-min B] [--segment-max B] [--no-runtime]\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -70,7 +93,8 @@ int main(int argc, char** argv) {
   Options options;
   options.log_level = 1;
   std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::create(std::move(rt_transport), topo, options, &runtime);
+  Status s = with_runtime ? Runtime::create(std::move(rt_transport), topo, options, &runtime)
+                          : Status::OK();
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -79,6 +103,8 @@ int main(int argc, char** argv) {
   CollectiveContext ctx;
   ctx.transport = ring_transport.get();
   ctx.scratch = &scratch;
+  if (seg_min) ctx.min_segment_bytes = seg_min;
+  if (seg_max) ctx.max_segment_bytes = seg_max;
 
   const double memcpy_bw = memcpy_gbps();
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
@@ -87,10 +113,10 @@ int main(int argc, char** argv) {
     std::printf(
         "allreduce float32 sum, np=%d, median of %d+ iterations (slowest rank); memcpy %.1f GB/s\n",
         n, iters, memcpy_bw);
-    std::printf("%8s | %10s %10s %10s | %9s %9s %9s | %6s %6s\n", "size", "mpi us", "ring us",
-                "rt us", "mpi bus", "ring bus", "rt bus", "ring/m", "rt/m");
+    std::printf("%8s | %10s %10s %10s | %9s %9s %9s | %6s %6s\n", "size", "mpi us", "ours us",
+                "rt us", "mpi bus", "ours bus", "rt bus", "ours/m", "rt/m");
   }
-  for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+  for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> a(count, 1.0f), b(count, 1.0f), c(count, 1.0f);
     const int reps = bytes <= (64u << 10)  ? std::max(iters, 200)
@@ -105,11 +131,15 @@ int main(int argc, char** argv) {
       double d_mpi = max_over_ranks(now_s() - t0);
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
-      ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      // "ours": the algorithm the runtime picks for this size.
+      if (n >= 3 && bytes <= small_bytes)
+        recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      else
+        ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       double d_ring = max_over_ranks(now_s() - t0);
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
-      runtime_allreduce(*runtime, "sweep", c.data(), count);
+      if (with_runtime) runtime_allreduce(*runtime, "sweep", c.data(), count);
       double d_rt = max_over_ranks(now_s() - t0);
       if (it >= 0) {
         t_mpi.push_back(d_mpi);
@@ -138,7 +168,7 @@ int main(int argc, char** argv) {
       rows += row;
     }
   }
-  runtime->shutdown();
+  if (runtime) runtime->shutdown();
   if (rank == 0) {
     char head[256];
     std::snprintf(head, sizeof(head),

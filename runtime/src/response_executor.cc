@@ -5,6 +5,7 @@
 
 #include "chain_broadcast.h"
 #include "dtype_ops.h"
+#include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
 
@@ -124,12 +125,20 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     s = transport_->native_allreduce(buffer, g.bytes / es, t.dtype, t.reduce, ctx.deadline());
     kind = EventKind::kMpiAllreduce;
   }
+  int64_t algorithm = kAlgorithmRing;
   if (s.code() == StatusCode::kUnimplemented) {
     kind = EventKind::kAllreduce;
-    s = ring_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
+    // Small buffers are latency-bound: log2(n) whole-buffer exchanges beat
+    // the ring's 2(n-1) steps there.
+    if (use_recursive_doubling(g.bytes, n)) {
+      algorithm = kAlgorithmRecursiveDoubling;
+      s = recursive_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
+    } else {
+      s = ring_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
+    }
   }
   if (!s.ok()) return s;
-  record(p, kind, coll_start, seq, name_id, static_cast<int64_t>(g.bytes), 0,
+  record(p, kind, coll_start, seq, name_id, static_cast<int64_t>(g.bytes), algorithm,
          static_cast<int32_t>(g.members.size()));
 
   // Copy out.

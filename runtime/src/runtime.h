@@ -72,6 +72,9 @@ class Runtime {
  private:
   Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options);
   void loop();
+  void wait_for_next_cycle();
+  bool doorbell_rang();
+  void ring_doorbell();
   Status run_cycle(bool* stop);
   Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                         std::vector<Response>* responses);
@@ -105,6 +108,11 @@ class Runtime {
   ResponseExecutor executor_;
   SteadyClock::time_point last_stall_check_;
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
+  // Doorbells: a rank that gets new work while idle starts a cycle at once
+  // and rings every peer, so peers sleeping out their cycle time join.
+  std::vector<uint8_t> doorbell_in_;
+  std::vector<PendingOpPtr> doorbell_recvs_;
+  std::vector<PendingOpPtr> doorbell_sends_;
   std::unordered_map<std::string, int32_t> name_ids_;
   Recorder* name_ids_owner_ = nullptr;
 

@@ -30,8 +30,8 @@ void TensorQueue::finish(const std::string& name) {
   in_flight_.erase(name);
 }
 
-void TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
-                       SteadyClock::duration quiet) {
+TensorQueue::WaitResult TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
+                                          SteadyClock::duration quiet) {
   std::unique_lock<std::mutex> lock(mu_);
   auto interrupted = [&] { return woken_ || closed_; };
   cv_.wait_until(lock, until,
@@ -42,7 +42,11 @@ void TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
     if (SteadyClock::now() >= quiet_until) break;
     cv_.wait_until(lock, quiet_until, interrupted);
   }
-  woken_ = false;
+  if (interrupted()) {
+    woken_ = false;
+    return WaitResult::kWoken;
+  }
+  return (wake_on_work && !incoming_.empty()) ? WaitResult::kWork : WaitResult::kTimeout;
 }
 
 void TensorQueue::wake() {

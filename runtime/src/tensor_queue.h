@@ -42,7 +42,8 @@ class TensorQueue {
   // Sleeps until `until`, or until wake() / close(), or - when
   // `wake_on_work` - until new work has arrived and no further submission
   // came for `quiet` (so a burst of submissions is taken as one batch).
-  void wait(SteadyClock::time_point until, bool wake_on_work, SteadyClock::duration quiet);
+  enum class WaitResult { kTimeout, kWork, kWoken };
+  WaitResult wait(SteadyClock::time_point until, bool wake_on_work, SteadyClock::duration quiet);
   void wake();
   // Every later push fails with `reason`; returns entries never drained.
   std::vector<TensorEntry> close(const Status& reason);

@@ -50,7 +50,7 @@ class Backoff {
       sched_yield();
       return;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 
  private:

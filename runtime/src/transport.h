@@ -42,10 +42,12 @@ enum Tag : int {
   kTagAndResult = 6,
   kTagClock = 7,
   kTagRunId = 8,
+  kTagDoorbell = 9,
   kTagRingReduceScatter = 16,
   kTagRingAllgather = 17,
   kTagAllgatherv = 18,
   kTagBroadcast = 19,
+  kTagRecursiveDoubling = 20,
 };
 
 // One posted send or receive.

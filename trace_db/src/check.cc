@@ -15,11 +15,14 @@ struct RankScan {
   std::map<CollectiveKey, uint16_t> collectives;            // ALLREDUCE/ALLGATHER/BROADCAST
   std::set<CollectiveKey> non_ring;                         // MPI / NCCL implementation used
   std::map<CollectiveKey, std::pair<int, int>> ring_steps;  // (reduce-scatter, allgather)
+  std::set<CollectiveKey> recursive_doubling;               // allreduces using it
+  std::map<CollectiveKey, int> doubling_steps;
   int64_t dropped_marked = 0;
 };
 
 bool is_checked_collective(uint16_t kind) {
   return kind == static_cast<uint16_t>(EventKind::kAllreduce) ||
+         kind == static_cast<uint16_t>(EventKind::kMpiAllreduce) ||
          kind == static_cast<uint16_t>(EventKind::kAllgather) ||
          kind == static_cast<uint16_t>(EventKind::kBroadcast);
 }
@@ -62,6 +65,10 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
                                                " ns has no (cycle, seq_index)");
       } else if (is_checked_collective(e.kind)) {
         scan->collectives[key] = e.kind;
+        if (e.kind == static_cast<uint16_t>(EventKind::kMpiAllreduce)) scan->non_ring.insert(key);
+        if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
+            e.value == kAlgorithmRecursiveDoubling)
+          scan->recursive_doubling.insert(key);
       } else {
         scan->non_ring.insert(key);
       }
@@ -69,6 +76,8 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
       ++scan->ring_steps[key].first;
     } else if (e.kind == static_cast<uint16_t>(EventKind::kRingAllgather)) {
       ++scan->ring_steps[key].second;
+    } else if (e.kind == static_cast<uint16_t>(EventKind::kRecursiveDoublingStep)) {
+      ++scan->doubling_steps[key];
     } else if (e.kind == static_cast<uint16_t>(EventKind::kDropped)) {
       scan->dropped_marked += e.aux;
     }
@@ -131,6 +140,22 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       if (kind != static_cast<uint16_t>(EventKind::kAllreduce) || n <= 1 ||
           scan.non_ring.count(key))
         continue;
+      if (scan.recursive_doubling.count(key)) {
+        // log2(p) exchanges; with rem = n - p extra ranks, ranks below 2*rem
+        // fold in before and unfold after (even ones skip the exchanges).
+        int p = 1, log2p = 0;
+        while (p * 2 <= n) p *= 2, ++log2p;
+        const int rem = n - p;
+        const int expected = rank < 2 * rem ? (rank % 2 == 0 ? 2 : log2p + 2) : log2p;
+        auto d = scan.doubling_steps.find(key);
+        const int got = d == scan.doubling_steps.end() ? 0 : d->second;
+        if (got != expected)
+          reporter.violation("doubling-steps", "rank " + std::to_string(rank) +
+                                                   ": recursive-doubling allreduce " +
+                                                   key_text(key) + " has " + std::to_string(got) +
+                                                   " steps; expected " + std::to_string(expected));
+        continue;
+      }
       auto it = scan.ring_steps.find(key);
       const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
       if (rs != n - 1 || ag != n - 1)

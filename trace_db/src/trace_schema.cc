@@ -39,7 +39,8 @@ constexpr EventKindInfo kKinds[] = {
     {K::kStall, "STALL", L::kErrors, false, "stall warning; name_id = message"},
     {K::kStep, "STEP", L::kUser, false, "user step mark; aux = step number"},
     {K::kAllreduce, "ALLREDUCE", L::kCollective, true,
-     "whole allreduce collective; bytes = payload"},
+     "whole allreduce collective; bytes = payload, value = algorithm (0 ring, 1 recursive "
+     "doubling), aux = tensors in the group"},
     {K::kMpiAllreduce, "MPI_ALLREDUCE", L::kCollective, true,
      "MPI_Allreduce used instead of the ring"},
     {K::kAllgather, "ALLGATHER", L::kCollective, true, "whole allgather collective"},
@@ -55,6 +56,8 @@ constexpr EventKindInfo kKinds[] = {
      "writer dropped aux events since the last mark; value = total so far"},
     {K::kAutotuneTrial, "AUTOTUNE_TRIAL", L::kAutotune, true,
      "one autotune sampling window; aux = trial"},
+    {K::kRecursiveDoublingStep, "RECURSIVE_DOUBLING_STEP", L::kRing, true,
+     "one exchange of a recursive-doubling allreduce (small buffers); peers and bytes"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

@@ -37,6 +37,7 @@ enum class EventKind : uint16_t {
   kNcclBroadcast = 24,      // span: NCCL broadcast (device times)
   kDropped = 25,            // instant: writer dropped events (aux = count)
   kAutotuneTrial = 26,      // span: one autotune sampling window (aux = trial)
+  kRecursiveDoublingStep = 27,  // span: one exchange of a recursive-doubling allreduce
 };
 
 // Which setting a kSettings event reports (stored in TraceEvent::peer_send).
@@ -46,6 +47,9 @@ enum class SettingKey : int32_t {
   kCacheEnabled = 3,
   kCpuAllreduceAlgorithm = 4,  // 0 = ring, 1 = MPI_Allreduce
 };
+
+// Allreduce algorithm (TraceEvent::value of kAllreduce events).
+enum AllreduceAlgorithm : int32_t { kAlgorithmRing = 0, kAlgorithmRecursiveDoubling = 1 };
 
 // Negotiation path of a response (stored in TraceEvent::aux for kNegotiate
 // and kCycle: bit 0 = fast path used, bit 1 = slow path used).

@@ -1,0 +1,88 @@
+// Recursive-doubling allreduce. With p = the largest power of two <= n and
+// rem = n - p:
+// Phase 1, fold (1 step, only if rem > 0): among ranks 0 .. 2*rem-1, each
+//   even rank sends its buffer to the odd rank above it and sits out; the
+//   odd rank adds it in. The p remaining ranks get "virtual" ranks 0..p-1.
+// Phase 2, doubling (log2 p steps): at step k a virtual rank exchanges its
+//   whole buffer with virtual rank (v XOR 2^k) and adds the partner's in.
+// Phase 3, unfold (1 step, only if rem > 0): each odd rank below 2*rem sends
+//   the result to the even rank that sat out.
+#include "recursive_doubling_allreduce.h"
+
+#include <cstring>
+
+#include "dtype_ops.h"
+
+namespace ringscope {
+
+Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, size_t count,
+                                    DataType dtype, ReduceOp op) {
+  Transport& t = *ctx.transport;
+  const int n = t.size(), r = t.rank();
+  if (n == 1 || count == 0) return Status::OK();
+  const size_t bytes = count * dtype_size(dtype);
+  ctx.scratch->reserve(bytes);
+  if (ctx.scratch->size() < bytes)
+    return Status(StatusCode::kInternal, "cannot allocate allreduce scratch", r);
+  uint8_t* scratch = ctx.scratch->data();
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  int step = 0;
+
+  // ---- Phase 1: fold the extra ranks in (1 step) ----
+  int vrank;
+  if (r < 2 * rem) {
+    const int64_t start = ctx.now();
+    if (r % 2 == 0) {
+      auto send = t.isend(r + 1, data, bytes, kTagRecursiveDoubling);
+      Status s = wait_op(*send, ctx.deadline());
+      if (!s.ok()) return s;
+      ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, r + 1, -1,
+                      static_cast<int64_t>(bytes));
+      vrank = -1;
+    } else {
+      auto recv = t.irecv(r - 1, scratch, bytes, kTagRecursiveDoubling);
+      Status s = wait_op(*recv, ctx.deadline());
+      if (!s.ok()) return s;
+      reduce_into(dtype, op, data, scratch, count);
+      ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, -1, r - 1,
+                      static_cast<int64_t>(bytes));
+      vrank = r / 2;
+    }
+    ++step;
+  } else {
+    vrank = r - rem;
+  }
+
+  // ---- Phase 2: doubling (log2 p steps) ----
+  if (vrank >= 0) {
+    for (int mask = 1; mask < p; mask <<= 1, ++step) {
+      const int64_t start = ctx.now();
+      const int vpartner = vrank ^ mask;
+      const int partner = vpartner < rem ? vpartner * 2 + 1 : vpartner + rem;
+      std::vector<PendingOpPtr> ops;
+      ops.push_back(t.irecv(partner, scratch, bytes, kTagRecursiveDoubling));
+      ops.push_back(t.isend(partner, data, bytes, kTagRecursiveDoubling));
+      Status s = wait_all(ops, ctx.deadline());
+      if (!s.ok()) return s;
+      reduce_into(dtype, op, data, scratch, count);
+      ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, partner, partner,
+                      static_cast<int64_t>(bytes));
+    }
+  }
+
+  // ---- Phase 3: unfold (1 step) ----
+  if (r < 2 * rem) {
+    const int64_t start = ctx.now();
+    PendingOpPtr op = (r % 2 == 1) ? t.isend(r - 1, data, bytes, kTagRecursiveDoubling)
+                                   : t.irecv(r + 1, data, bytes, kTagRecursiveDoubling);
+    Status s = wait_op(*op, ctx.deadline());
+    if (!s.ok()) return s;
+    ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, r % 2 ? r - 1 : -1,
+                    r % 2 ? -1 : r + 1, static_cast<int64_t>(bytes));
+  }
+  return Status::OK();
+}
+
+}  // namespace ringscope

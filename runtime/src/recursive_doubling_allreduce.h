@@ -1,0 +1,15 @@
+// Recursive-doubling allreduce over Transport: log2(n) exchanges of the whole
+// buffer. Latency-optimal, so the runtime uses it for small buffers where the
+// ring's 2(n-1) steps cost more in message latency than in bandwidth.
+#pragma once
+
+#include "collective_context.h"
+
+namespace ringscope {
+
+// Same contract as ring_allreduce. Every rank ends with bitwise identical
+// results (each combine is commutative and the pairing is symmetric).
+Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, size_t count,
+                                    DataType dtype, ReduceOp op);
+
+}  // namespace ringscope
