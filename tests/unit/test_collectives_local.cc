@@ -6,6 +6,7 @@
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
 #include "local_world.h"
+#include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
 #include "tensor_values.h"
@@ -52,6 +53,59 @@ TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {
         }
   INFO(checks.summary());
   REQUIRE(checks.ok());
+}
+
+TEST_CASE("recursive doubling matches the reference and is identical on every rank",
+          "[doubling][allreduce]") {
+  ThreadChecks checks;
+  for (int n : {1, 2, 3, 5, 6, 7, 8})
+    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{97}, size_t{4099}})
+      for (DataType t : all_dtypes())
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+          std::vector<std::vector<uint8_t>> results(n);
+          run_ranks(n, [&](int r, Transport& tr) {
+            HostBuffer scratch;
+            std::vector<uint8_t> buf = make_input(t, r, count);
+            Status s = recursive_doubling_allreduce(context(tr, scratch), buf.data(), count, t, op);
+            checks.expect(s.ok(), s.to_string());
+            for (size_t i = 0; i < count; ++i) {
+              double want = expected_allreduce(t, op, n, i, 1, 1);
+              double got = get_element(t, buf.data(), i);
+              if (std::abs(got - want) > tolerance(t, want)) {
+                checks.expect(false,
+                              std::string("doubling ") + dtype_name(t) + " n=" + std::to_string(n) +
+                                  " count=" + std::to_string(count) + " i=" + std::to_string(i));
+                break;
+              }
+            }
+            results[r] = buf;
+          });
+          for (int r = 1; r < n; ++r)
+            checks.expect(results[r] == results[0], "ranks differ bitwise, n=" + std::to_string(n));
+        }
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("recursive doubling step counts match what check expects", "[doubling]") {
+  for (int n : {2, 3, 4, 5, 6, 7}) {
+    std::vector<CaptureRecorder> recs(n);
+    run_ranks(n, [&](int r, Transport& tr) {
+      HostBuffer scratch;
+      std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 64);
+      CollectiveContext ctx = context(tr, scratch);
+      ctx.recorder = &recs[r];
+      recursive_doubling_allreduce(ctx, buf.data(), 64, DataType::kFloat32, ReduceOp::kSum);
+    });
+    int p = 1, log2p = 0;
+    while (p * 2 <= n) p *= 2, ++log2p;
+    const int rem = n - p;
+    for (int r = 0; r < n; ++r) {
+      const size_t expected = r < 2 * rem ? (r % 2 == 0 ? 2 : log2p + 2) : log2p;
+      INFO("n=" << n << " rank " << r);
+      CHECK(recs[r].events(EventKind::kRecursiveDoublingStep).size() == expected);
+    }
+  }
 }
 
 TEST_CASE("ring allreduce records 2(n-1) steps with ring peers", "[ring][allreduce]") {
