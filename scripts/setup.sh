@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything ringscope needs on a fresh Debian 12 machine (as root;
-# idempotent: already-installed packages are skipped) and builds it in
-# Release into build/. Called by run-main-job.sh and run-tests.sh.
+# idempotent: already-installed packages are skipped), makes the Python
+# virtual environment .venv with TensorFlow, and builds everything in Release
+# into build/. Called by run-main-job.sh and run-tests.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libsqlite3-dev
-          libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev clang-format)
+          libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev clang-format python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,6 +18,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python side: a project virtual environment with TensorFlow from PyPI (one
+# pinned version: the op library is built against its headers).
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv || { rm -rf .venv; echo "setup: python3 -m venv failed (install python3-venv)"; exit 1; }
+fi
+if ! .venv/bin/python -c "import tensorflow, sklearn, numpy" 2>/dev/null; then
+  echo "setup: installing Python packages into .venv (tensorflow-cpu, numpy, scikit-learn)"
+  .venv/bin/pip install -q --disable-pip-version-check -r tf_ops/requirements.txt
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "clock_sync.h"
@@ -87,6 +88,11 @@ Status Runtime::start_trace(const std::string& base_path) {
                        std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   Status st = share_from_rank0(*transport_, &run_id, options_.op_timeout_seconds);
   if (!st.ok()) return st;
+  // Like `mkdir -p`: a fresh runs/ folder should just work.
+  const std::string file = per_rank_trace_path(base_path, topo_.rank);
+  std::error_code ec;
+  const auto parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   auto writer = std::make_unique<TraceWriter>();
   const Settings s = settings();
   st = writer->open(

@@ -1,0 +1,151 @@
+// CLI11 definition of `ringscope run`'s flags and their mapping onto
+// LaunchOptions; values stay text here and are validated by plan_launch.
+#include "launch_cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+
+namespace ringscope {
+namespace {
+
+constexpr const char* kDescription =
+    "ringscope run: launch a training command on N ranks through Open MPI's mpirun.\n"
+    "Flags set RINGSCOPE_* variables for every rank (flags override --settings);\n"
+    "PATH, LD_LIBRARY_PATH, PYTHONPATH, VIRTUAL_ENV and any RINGSCOPE_*/HOROVOD_*\n"
+    "variables already set are passed on. mpirun's exit code is returned.";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  ringscope run -np 2 -- python train.py --epochs 3\n"
+    "  ringscope run -np 8 -H node1:4,node2:4 --trace runs/a.sqlite python train.py\n"
+    "  ringscope run -np 4 --hostfile hosts.txt --settings tuned.json --dry-run ./bench\n"
+    "Docs: docs/launcher.md, docs/settings-file.md.";
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// CLI11's usage line cannot show the trailing command; this one does.
+class LauncherFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: ringscope run -np N [OPTIONS] [--] COMMAND [ARGS...]\n";
+  }
+};
+
+// The flags of `app` that take a value word (not boolean flags).
+std::vector<std::string> value_flags_of(const CLI::App& app) {
+  std::vector<std::string> names = {"-np"};
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_min() <= 0) continue;  // a flag: no value word
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> normalize_np_flag(const std::vector<std::string>& args,
+                                           const std::vector<std::string>& value_flags) {
+  std::vector<std::string> result = args;
+  size_t i = 0;
+  while (i < result.size()) {
+    std::string& word = result[i];
+    if (word == "--" || !starts_with(word, "-")) break;  // the command starts here
+    if (word == "-np" || starts_with(word, "-np=")) {
+      word.insert(0, 1, '-');
+      return result;
+    }
+    bool takes_value = word.find('=') == std::string::npos &&
+                       std::find(value_flags.begin(), value_flags.end(), word) != value_flags.end();
+    i += takes_value ? 2 : 1;
+  }
+  return result;
+}
+
+CliOutcome parse_launch_command_line(const std::vector<std::string>& args, LaunchOptions* options,
+                                     std::ostream& out, std::ostream& err) {
+  LaunchOptions o;
+  CLI::App app{kDescription, "ringscope run"};
+  app.footer(kFooter);
+  app.formatter(std::make_shared<LauncherFormatter>());
+  app.prefix_command();  // the first word that is not one of ours starts the command
+
+  std::string np, hosts, hostfile, trace, settings, fusion_mb, cycle_ms, capacity, log_level,
+      mpi_args;
+  app.add_option("--np", np, "number of ranks, >= 1 (required; -np N also works)")->type_name("N");
+  app.add_option("-H,--hosts", hosts, "hosts and slots: host[:slots],... (default: this host)")
+      ->type_name("HOSTS");
+  app.add_option("--hostfile", hostfile, "Open MPI hostfile (one 'host slots=N' per line)")
+      ->type_name("FILE");
+  app.add_option("--trace", trace,
+                 "trace base path; rank r writes <base>.rank<r>.sqlite (sets RINGSCOPE_TRACE)")
+      ->type_name("PATH");
+  app.add_option("--settings", settings,
+                 "settings file (docs/settings-file.md); default: $RINGSCOPE_SETTINGS")
+      ->type_name("FILE");
+  app.add_option("--fusion-threshold-mb", fusion_mb,
+                 "fusion buffer in MiB, fractional allowed; 0 disables fusion "
+                 "(sets RINGSCOPE_FUSION_THRESHOLD in bytes)")
+      ->type_name("MB");
+  app.add_option("--cycle-time-ms", cycle_ms,
+                 "ms between negotiation cycles, fractional allowed (RINGSCOPE_CYCLE_TIME)")
+      ->type_name("MS");
+  app.add_option("--cache-capacity", capacity,
+                 "response cache entries; 0 disables the cache (RINGSCOPE_CACHE_CAPACITY)")
+      ->type_name("N");
+  app.add_flag("--autotune", o.autotune,
+               "set RINGSCOPE_AUTOTUNE=1 for the ranks; online tuning arrives with the "
+               "autotuner (issue #6), until then the runtime ignores it");
+  app.add_option("--mpi-args", mpi_args,
+                 "extra mpirun arguments, split into words like a shell would (quotes "
+                 "honoured, nothing expanded)")
+      ->type_name("\"ARGS\"");
+  app.add_option("--log-level", log_level,
+                 "0 silent, 1 warnings, 2 info, 3 debug "
+                 "(RINGSCOPE_LOG_LEVEL)")
+      ->type_name("N");
+  app.add_flag("--verbose", o.verbose, "print the mpirun command (shell-quoted) before running");
+  app.add_flag("--dry-run", o.dry_run, "print the mpirun command and exit 0 without running");
+
+  std::vector<std::string> words = normalize_np_flag(args, value_flags_of(app));
+  std::vector<const char*> argv = {"ringscope run"};
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e, out, err);
+    return {false, 0};
+  } catch (const CLI::ParseError& e) {
+    app.exit(e, out, err);
+    return {false, 2};
+  }
+
+  auto set = [&](const char* flag, const std::string& value, std::optional<std::string>* field) {
+    if (app.count(flag) > 0) *field = value;
+  };
+  set("--np", np, &o.np);
+  set("--hosts", hosts, &o.hosts);
+  set("--hostfile", hostfile, &o.hostfile);
+  set("--trace", trace, &o.trace_path);
+  set("--settings", settings, &o.settings_path);
+  set("--fusion-threshold-mb", fusion_mb, &o.fusion_threshold_mb);
+  set("--cycle-time-ms", cycle_ms, &o.cycle_time_ms);
+  set("--cache-capacity", capacity, &o.cache_capacity);
+  set("--log-level", log_level, &o.log_level);
+  set("--mpi-args", mpi_args, &o.mpi_args);
+
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty() && rest.front() == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && starts_with(rest.front(), "-")) {
+    err << "ringscope run: unknown flag '" << rest.front()
+        << "' (see ringscope run --help; put -- before a command that starts with '-')\n";
+    return {false, 2};
+  }
+  o.command = std::move(rest);
+  *options = std::move(o);
+  return {true, 0};
+}
+
+}  // namespace ringscope

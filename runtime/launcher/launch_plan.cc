@@ -1,0 +1,250 @@
+// Validation of `ringscope run` options and construction of the ranks'
+// environment and of mpirun's argument vector (see launch_plan.h).
+#include "launch_plan.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "settings_file.h"
+#include "shell_words.h"
+
+namespace ringscope {
+namespace {
+
+constexpr int64_t kMaxRanks = int64_t{1} << 20;
+constexpr double kMaxFusionThresholdMb = double(kMaxFusionThresholdBytes) / (1024.0 * 1024.0);
+
+Status invalid_flag(const std::string& flag, const std::string& text, const std::string& want) {
+  return Status(StatusCode::kInvalidArgument,
+                flag + " '" + text + "' is invalid: expected " + want);
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Overwrites NAME's value in `assignments` or appends NAME=VALUE.
+void assign(std::vector<EnvAssignment>* assignments, const std::string& name,
+            const std::string& value) {
+  for (EnvAssignment& a : *assignments) {
+    if (a.first == name) {
+      a.second = value;
+      return;
+    }
+  }
+  assignments->emplace_back(name, value);
+}
+
+bool binds_itself(const std::vector<std::string>& mpi_args) {
+  for (const std::string& arg : mpi_args)
+    if (arg == "--bind-to" || arg == "-bind-to" || starts_with(arg, "--bind-to=")) return true;
+  return false;
+}
+
+}  // namespace
+
+Status parse_flag_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi,
+                      int64_t* out) {
+  std::string want = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0' || v < lo || v > hi)
+    return invalid_flag(flag, text, want);
+  *out = v;
+  return Status::OK();
+}
+
+Status parse_flag_number(const std::string& flag, const std::string& text, double lo, double hi,
+                         double* out) {
+  std::string want = "a number in [" + format_number(lo) + ", " + format_number(hi) + "]";
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
+    return invalid_flag(flag, text, want);
+  *out = v;
+  return Status::OK();
+}
+
+int64_t mebibytes_to_bytes(double mebibytes) {
+  return static_cast<int64_t>(std::llround(mebibytes * 1024.0 * 1024.0));
+}
+
+std::string format_number(double value) {
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+Status validate_hosts(const std::string& hosts) {
+  auto bad = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument,
+                  "-H '" + hosts + "' is invalid: " + why +
+                      " (expected host[:slots],... with slots >= 1, e.g. node1:4,node2:4)");
+  };
+  if (hosts.empty()) return bad("empty host list");
+  size_t start = 0;
+  while (start <= hosts.size()) {
+    size_t comma = hosts.find(',', start);
+    std::string entry =
+        hosts.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (entry.empty()) return bad("empty entry");
+    size_t colon = entry.find(':');
+    std::string name = entry.substr(0, colon);
+    if (name.empty()) return bad("empty host name in '" + entry + "'");
+    for (char c : name)
+      if (c == ' ' || c == '\t' || c == '\n' || c == '=')
+        return bad("host name '" + name + "' contains a blank or '='");
+    if (colon != std::string::npos) {
+      int64_t slots = 0;
+      if (!parse_flag_int("slots", entry.substr(colon + 1), 1, kMaxRanks, &slots).ok())
+        return bad("slots in '" + entry + "' must be an integer >= 1");
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return Status::OK();
+}
+
+Status check_hostfile_readable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return Status(StatusCode::kIoError,
+                  "--hostfile '" + path + "' cannot be read: " + std::strerror(errno));
+  if (std::filesystem::is_directory(path))
+    return Status(StatusCode::kIoError, "--hostfile '" + path + "' is a directory");
+  return Status::OK();
+}
+
+Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
+                        std::vector<EnvAssignment>* assignments, std::string* settings_source) {
+  std::vector<EnvAssignment> out;
+  settings_source->clear();
+  std::optional<std::string> settings_path = options.settings_path;
+  if (!settings_path) {
+    auto it = env.find("RINGSCOPE_SETTINGS");
+    if (it != env.end() && !it->second.empty()) settings_path = it->second;
+  }
+  if (settings_path) {
+    SettingsFile file;
+    Status s = read_settings_file(*settings_path, &file);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_FUSION_THRESHOLD", std::to_string(file.fusion_threshold_bytes));
+    assign(&out, "RINGSCOPE_CYCLE_TIME", format_number(file.cycle_time_ms));
+    assign(&out, "RINGSCOPE_CACHE_CAPACITY", std::to_string(file.effective_cache_capacity()));
+    *settings_source = *settings_path;
+  }
+
+  Status s;
+  if (options.fusion_threshold_mb) {
+    double mb = 0;
+    s = parse_flag_number("--fusion-threshold-mb", *options.fusion_threshold_mb, 0.0,
+                          kMaxFusionThresholdMb, &mb);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_FUSION_THRESHOLD", std::to_string(mebibytes_to_bytes(mb)));
+  }
+  if (options.cycle_time_ms) {
+    double ms = 0;
+    s = parse_flag_number("--cycle-time-ms", *options.cycle_time_ms, 0.0, kMaxCycleTimeMs, &ms);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_CYCLE_TIME", format_number(ms));
+  }
+  if (options.cache_capacity) {
+    int64_t capacity = 0;
+    s = parse_flag_int("--cache-capacity", *options.cache_capacity, 0, kMaxCacheCapacity,
+                       &capacity);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_CACHE_CAPACITY", std::to_string(capacity));
+  }
+  if (options.log_level) {
+    int64_t level = 0;
+    s = parse_flag_int("--log-level", *options.log_level, 0, 3, &level);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_LOG_LEVEL", std::to_string(level));
+  }
+  if (options.trace_path) {
+    if (options.trace_path->empty())
+      return Status(StatusCode::kInvalidArgument, "--trace needs a path, e.g. runs/a.sqlite");
+    assign(&out, "RINGSCOPE_TRACE", std::filesystem::absolute(*options.trace_path).string());
+  }
+  if (options.autotune) assign(&out, "RINGSCOPE_AUTOTUNE", "1");
+  *assignments = std::move(out);
+  return Status::OK();
+}
+
+std::vector<std::string> forwarded_variables(const EnvMap& env,
+                                             const std::vector<EnvAssignment>& assignments) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) {
+    bool wanted = starts_with(name, "RINGSCOPE_") || starts_with(name, "HOROVOD_");
+    for (const char* fixed : kForwardedVariables) wanted = wanted || name == fixed;
+    bool assigned = std::any_of(assignments.begin(), assignments.end(),
+                                [&](const EnvAssignment& a) { return a.first == name; });
+    if (wanted && !assigned) names.push_back(name);
+  }
+  return names;  // std::map iterates in sorted order
+}
+
+std::vector<std::string> build_mpirun_argv(int np, const LaunchOptions& options,
+                                           const std::vector<std::string>& mpi_args,
+                                           const std::vector<EnvAssignment>& assignments,
+                                           const std::vector<std::string>& forwarded,
+                                           bool as_root) {
+  std::vector<std::string> argv = {"mpirun"};
+  if (as_root) argv.push_back("--allow-run-as-root");
+  bool local_run = !options.hosts && !options.hostfile;
+  if (local_run) argv.push_back("--oversubscribe");
+  if (!binds_itself(mpi_args)) argv.insert(argv.end(), {"--bind-to", "none"});
+  argv.push_back("--tag-output");
+  argv.insert(argv.end(), {"-np", std::to_string(np)});
+  if (options.hosts) argv.insert(argv.end(), {"-H", *options.hosts});
+  if (options.hostfile) argv.insert(argv.end(), {"--hostfile", *options.hostfile});
+  argv.insert(argv.end(), mpi_args.begin(), mpi_args.end());
+  for (const auto& [name, value] : assignments) argv.insert(argv.end(), {"-x", name + "=" + value});
+  for (const std::string& name : forwarded) argv.insert(argv.end(), {"-x", name});
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  return argv;
+}
+
+Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root,
+                   LaunchPlan* plan) {
+  if (!options.np)
+    return Status(StatusCode::kInvalidArgument, "-np N is required (the number of ranks, >= 1)");
+  int64_t np = 0;
+  Status s = parse_flag_int("-np", *options.np, 1, kMaxRanks, &np);
+  if (!s.ok()) return s;
+  if (options.hosts && options.hostfile)
+    return Status(StatusCode::kInvalidArgument, "-H and --hostfile exclude each other");
+  if (options.hosts) {
+    s = validate_hosts(*options.hosts);
+    if (!s.ok()) return s;
+  }
+  if (options.hostfile) {
+    s = check_hostfile_readable(*options.hostfile);
+    if (!s.ok()) return s;
+  }
+  if (options.command.empty())
+    return Status(StatusCode::kInvalidArgument,
+                  "no training command given (e.g. ringscope run -np 2 -- python train.py)");
+  std::vector<std::string> mpi_args;
+  if (options.mpi_args) {
+    s = split_shell_words(*options.mpi_args, &mpi_args);
+    if (!s.ok()) return Status(StatusCode::kInvalidArgument, "--mpi-args: " + s.message());
+  }
+  LaunchPlan result;
+  result.np = static_cast<int>(np);
+  s = rank_assignments(options, env, &result.assignments, &result.settings_source);
+  if (!s.ok()) return s;
+  result.forwarded = forwarded_variables(env, result.assignments);
+  result.argv = build_mpirun_argv(result.np, options, mpi_args, result.assignments,
+                                  result.forwarded, as_root);
+  *plan = std::move(result);
+  return Status::OK();
+}
+
+}  // namespace ringscope

@@ -1,0 +1,100 @@
+// `ringscope run` without side effects: the parsed options, their validation,
+// the environment the ranks get and the exact mpirun argument vector. Pure
+// functions of their inputs (apart from reading the settings file and checking
+// the hostfile), so the tests check everything short of exec.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringscope/status.h"
+
+namespace ringscope {
+
+// What the user asked for; numeric values stay text until validated, so the
+// error can quote what was typed.
+struct LaunchOptions {
+  std::optional<std::string> np;
+  std::optional<std::string> hosts;     // -H host[:slots],...
+  std::optional<std::string> hostfile;  // --hostfile FILE
+  std::optional<std::string> trace_path;
+  std::optional<std::string> settings_path;
+  std::optional<std::string> fusion_threshold_mb;
+  std::optional<std::string> cycle_time_ms;
+  std::optional<std::string> cache_capacity;
+  std::optional<std::string> log_level;
+  std::optional<std::string> mpi_args;
+  bool autotune = false;
+  bool verbose = false;
+  bool dry_run = false;
+  std::vector<std::string> command;  // the training command and its arguments
+};
+
+using EnvMap = std::map<std::string, std::string>;
+using EnvAssignment = std::pair<std::string, std::string>;  // NAME, VALUE
+
+// Variables forwarded by name (`-x NAME`) when set in the launcher's
+// environment, besides every RINGSCOPE_* and HOROVOD_* variable.
+inline constexpr const char* kForwardedVariables[] = {"LD_LIBRARY_PATH", "PATH", "PYTHONPATH",
+                                                      "VIRTUAL_ENV"};
+
+// A validated launch: the variables set for the ranks (flags over settings
+// file), the variables forwarded from the environment, and mpirun's argv
+// (argv[0] is "mpirun").
+struct LaunchPlan {
+  int np = 0;
+  std::vector<EnvAssignment> assignments;
+  std::vector<std::string> forwarded;
+  std::vector<std::string> argv;
+  std::string settings_source;  // the settings file used, "" if none
+};
+
+// Number parsers for flag values; the error names the flag and the range.
+Status parse_flag_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi,
+                      int64_t* out);
+Status parse_flag_number(const std::string& flag, const std::string& text, double lo, double hi,
+                         double* out);
+
+// MiB (fractional allowed) to bytes, rounded to the nearest byte.
+int64_t mebibytes_to_bytes(double mebibytes);
+
+// Shortest decimal text that reads back as `value` (1.5 -> "1.5", 2 -> "2").
+std::string format_number(double value);
+
+// Checks -H's "host[:slots],..." (non-empty names without blanks, slots >= 1).
+Status validate_hosts(const std::string& hosts);
+
+// Checks that the hostfile can be opened for reading.
+Status check_hostfile_readable(const std::string& path);
+
+// The RINGSCOPE_* assignments for the ranks: the settings file (from
+// --settings, else $RINGSCOPE_SETTINGS in `env`) first, explicit flags over it.
+// Validates every value. `settings_source` receives the file used ("" if none).
+Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
+                        std::vector<EnvAssignment>* assignments, std::string* settings_source);
+
+// Names to forward with `-x NAME`: kForwardedVariables and RINGSCOPE_* /
+// HOROVOD_* that are set in `env`, minus those in `assignments`; sorted.
+std::vector<std::string> forwarded_variables(const EnvMap& env,
+                                             const std::vector<EnvAssignment>& assignments);
+
+// mpirun's argument vector:
+//   mpirun [--allow-run-as-root] [--oversubscribe] [--bind-to none] --tag-output
+//          -np N [-H hosts | --hostfile FILE] [mpi args...]
+//          -x NAME=VALUE... -x NAME... command...
+// --allow-run-as-root when `as_root`; --oversubscribe when no hosts or
+// hostfile are given (a local run); --bind-to none unless `mpi_args` bind.
+std::vector<std::string> build_mpirun_argv(int np, const LaunchOptions& options,
+                                           const std::vector<std::string>& mpi_args,
+                                           const std::vector<EnvAssignment>& assignments,
+                                           const std::vector<std::string>& forwarded, bool as_root);
+
+// Everything above: validates `options`, reads the settings file, checks
+// hosts / hostfile and builds the plan. `env` is the launcher's environment.
+Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root, LaunchPlan* plan);
+
+}  // namespace ringscope

@@ -1,0 +1,126 @@
+// fork/exec/wait with signal forwarding for `ringscope run` (see process_runner.h).
+#include "process_runner.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+extern char** environ;
+
+namespace ringscope {
+namespace {
+
+volatile sig_atomic_t g_child_pid = 0;
+
+// Forwards signals sent by a process (kill, timeout, a scheduler); signals the
+// kernel raised for the terminal (Ctrl+C) went to the whole foreground
+// process group, mpirun included, and a second copy would make mpirun abort
+// without cleaning up.
+void forward_signal(int signo, siginfo_t* info, void*) {
+  pid_t child = g_child_pid;
+  if (child <= 0) return;
+  bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+  if (!from_terminal) kill(child, signo);
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> find_executable(const std::string& program,
+                                           const std::string& path_variable) {
+  if (program.empty()) return std::nullopt;
+  if (program.find('/') != std::string::npos) {
+    if (is_executable_file(program)) return program;
+    return std::nullopt;
+  }
+  size_t start = 0;
+  while (start <= path_variable.size()) {
+    size_t colon = path_variable.find(':', start);
+    std::filesystem::path dir =
+        path_variable.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
+    std::string candidate = (dir / program).string();
+    if (is_executable_file(candidate)) return candidate;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const char* eq = std::strchr(*entry, '=');
+    if (eq == nullptr) continue;
+    env.emplace(std::string(*entry, static_cast<size_t>(eq - *entry)), std::string(eq + 1));
+  }
+  return env;
+}
+
+int run_and_wait(const std::string& executable, const std::vector<std::string>& argv) {
+  std::vector<char*> cargv;
+  for (const std::string& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
+  cargv.push_back(nullptr);
+
+  // Block the signals until the child's pid is known, so none is lost.
+  sigset_t forwarded, previous;
+  sigemptyset(&forwarded);
+  sigaddset(&forwarded, SIGINT);
+  sigaddset(&forwarded, SIGTERM);
+  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    std::cerr << "ringscope run: cannot fork: " << std::strerror(e) << "\n";
+    return 127;
+  }
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    execv(executable.c_str(), cargv.data());
+    int e = errno;
+    std::cerr << "ringscope run: cannot run " << executable << ": " << std::strerror(e) << "\n";
+    _exit(127);
+  }
+
+  g_child_pid = pid;
+  struct sigaction action, old_int, old_term;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = forward_signal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+  int status = 0;
+  pid_t done;
+  do {
+    done = waitpid(pid, &status, 0);
+  } while (done < 0 && errno == EINTR);
+
+  g_child_pid = 0;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (done < 0) {
+    std::cerr << "ringscope run: waiting for mpirun failed: " << std::strerror(errno) << "\n";
+    return 127;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 127;
+}
+
+}  // namespace ringscope

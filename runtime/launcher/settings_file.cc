@@ -1,0 +1,189 @@
+// Parser and writer for the version-1 ringscope settings file (JSON via
+// nlohmann-json). Every error names the file, the key and what is accepted.
+#include "settings_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ringscope {
+namespace {
+
+using nlohmann::json;
+
+Status invalid(const std::string& source, const std::string& key, const std::string& what) {
+  return Status(StatusCode::kInvalidArgument,
+                "settings file '" + source + "': \"" + key + "\" " + what);
+}
+
+Status corrupt(const std::string& source, const std::string& what) {
+  return Status(StatusCode::kCorrupt, "settings file '" + source + "': " + what);
+}
+
+bool is_integer(const json& value) {
+  return value.is_number_integer() || value.is_number_unsigned();
+}
+
+std::string range_text(int64_t lo, int64_t hi) {
+  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+// settings.<key> as an integer in [lo, hi].
+Status read_integer(const json& settings, const std::string& source, const char* key, int64_t lo,
+                    int64_t hi, int64_t* out) {
+  const std::string name = std::string("settings.") + key;
+  const json& value = settings.at(key);
+  std::string expected = "must be an integer in " + range_text(lo, hi);
+  if (!is_integer(value)) return invalid(source, name, expected + ", got " + value.dump());
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(hi))
+    return invalid(source, name, expected + ", got " + value.dump());
+  int64_t v = value.get<int64_t>();
+  if (v < lo || v > hi) return invalid(source, name, expected + ", got " + value.dump());
+  *out = v;
+  return Status::OK();
+}
+
+Status read_settings_object(const json& settings, const std::string& source, SettingsFile* out) {
+  static const char* const kKeys[] = {"fusion_threshold_bytes", "cycle_time_ms", "cache_enabled",
+                                      "cache_capacity"};
+  for (auto it = settings.begin(); it != settings.end(); ++it) {
+    bool known = false;
+    for (const char* key : kKeys) known = known || it.key() == key;
+    if (!known)
+      return invalid(source, "settings." + it.key(),
+                     "is not a known setting; version 1 accepts fusion_threshold_bytes, "
+                     "cycle_time_ms, cache_enabled, cache_capacity");
+  }
+  for (const char* key : {"fusion_threshold_bytes", "cycle_time_ms", "cache_enabled"})
+    if (!settings.contains(key))
+      return invalid(source, std::string("settings.") + key, "is missing (required in version 1)");
+
+  Status s = read_integer(settings, source, "fusion_threshold_bytes", 0, kMaxFusionThresholdBytes,
+                          &out->fusion_threshold_bytes);
+  if (!s.ok()) return s;
+
+  const json& cycle = settings.at("cycle_time_ms");
+  std::string cycle_range = "must be a number in [0, " + std::to_string(int(kMaxCycleTimeMs)) + "]";
+  if (!cycle.is_number())
+    return invalid(source, "settings.cycle_time_ms", cycle_range + ", got " + cycle.dump());
+  double ms = cycle.get<double>();
+  if (!std::isfinite(ms) || ms < 0.0 || ms > kMaxCycleTimeMs)
+    return invalid(source, "settings.cycle_time_ms", cycle_range + ", got " + cycle.dump());
+  out->cycle_time_ms = ms;
+
+  const json& enabled = settings.at("cache_enabled");
+  if (!enabled.is_boolean())
+    return invalid(source, "settings.cache_enabled",
+                   "must be true or false, got " + enabled.dump());
+  out->cache_enabled = enabled.get<bool>();
+
+  out->cache_capacity.reset();
+  if (settings.contains("cache_capacity")) {
+    int64_t capacity = 0;
+    s = read_integer(settings, source, "cache_capacity", 0, kMaxCacheCapacity, &capacity);
+    if (!s.ok()) return s;
+    if (out->cache_enabled && capacity == 0)
+      return invalid(source, "settings.cache_capacity",
+                     "is 0 but cache_enabled is true; use a capacity in [1, " +
+                         std::to_string(kMaxCacheCapacity) + "] or set cache_enabled to false");
+    if (!out->cache_enabled && capacity > 0)
+      return invalid(
+          source, "settings.cache_capacity",
+          "is " + std::to_string(capacity) + " but cache_enabled is false; omit it or use 0");
+    out->cache_capacity = capacity;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+int64_t SettingsFile::effective_cache_capacity() const {
+  if (!cache_enabled) return 0;
+  return cache_capacity.value_or(kDefaultCacheCapacity);
+}
+
+Status parse_settings_json(const std::string& text, const std::string& source, SettingsFile* out) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return corrupt(source, std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) return corrupt(source, "expected a JSON object at the top level");
+  if (!root.contains("format") || root["format"] != kSettingsFileFormat)
+    return corrupt(source, std::string("\"format\" must be \"") + kSettingsFileFormat +
+                               "\"; this is not a ringscope settings file");
+  if (!root.contains("version") || !is_integer(root["version"]))
+    return corrupt(source, "\"version\" must be an integer (this ringscope reads version " +
+                               std::to_string(kSettingsFileVersion) + ")");
+  if (root["version"] != kSettingsFileVersion)
+    return corrupt(source, "unsupported \"version\" " + root["version"].dump() +
+                               " (this ringscope reads version " +
+                               std::to_string(kSettingsFileVersion) + ")");
+  if (!root.contains("settings") || !root["settings"].is_object())
+    return invalid(source, "settings", "must be an object");
+
+  SettingsFile parsed;
+  Status s = read_settings_object(root["settings"], source, &parsed);
+  if (!s.ok()) return s;
+  if (root.contains("provenance")) {
+    if (!root["provenance"].is_object())
+      return invalid(source, "provenance", "must be an object, got " + root["provenance"].dump());
+    parsed.provenance_json = root["provenance"].dump();
+  }
+  *out = std::move(parsed);
+  return Status::OK();
+}
+
+Status read_settings_file(const std::string& path, SettingsFile* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status(StatusCode::kIoError,
+                  "settings file '" + path + "': cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status(StatusCode::kIoError, "settings file '" + path + "': cannot read");
+  return parse_settings_json(text.str(), path, out);
+}
+
+Status format_settings_json(const SettingsFile& settings, std::string* text) {
+  json provenance;
+  try {
+    provenance = json::parse(settings.provenance_json);
+  } catch (const json::parse_error& e) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("settings provenance is not valid JSON: ") + e.what());
+  }
+  if (!provenance.is_object())
+    return Status(StatusCode::kInvalidArgument, "settings provenance must be a JSON object");
+  json body = {{"fusion_threshold_bytes", settings.fusion_threshold_bytes},
+               {"cycle_time_ms", settings.cycle_time_ms},
+               {"cache_enabled", settings.cache_enabled}};
+  if (settings.cache_capacity) body["cache_capacity"] = *settings.cache_capacity;
+  json root = {{"format", kSettingsFileFormat},
+               {"version", kSettingsFileVersion},
+               {"settings", body},
+               {"provenance", provenance}};
+  *text = root.dump(2) + "\n";
+  return Status::OK();
+}
+
+Status write_settings_file(const std::string& path, const SettingsFile& settings) {
+  std::string text;
+  Status s = format_settings_json(settings, &text);
+  if (!s.ok()) return s;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return Status(StatusCode::kIoError,
+                  "settings file '" + path + "': cannot create: " + std::strerror(errno));
+  out << text;
+  out.close();
+  if (!out) return Status(StatusCode::kIoError, "settings file '" + path + "': write failed");
+  return Status::OK();
+}
+
+}  // namespace ringscope

@@ -1,0 +1,121 @@
+// Tests of `ringscope run` flag parsing: -np in Horovod's spelling, where the
+// training command starts, `--`, unknown flags, help and CLI11 usage errors.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "launch_cli.h"
+
+using ringscope::CliOutcome;
+using ringscope::LaunchOptions;
+using Words = std::vector<std::string>;
+
+namespace {
+
+struct Parsed {
+  CliOutcome outcome;
+  LaunchOptions options;
+  std::string out, err;
+};
+
+Parsed parse(const Words& args) {
+  Parsed p;
+  std::ostringstream out, err;
+  p.outcome = ringscope::parse_launch_command_line(args, &p.options, out, err);
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("cli: flags then the command", "[launch_cli]") {
+  Parsed p = parse({"-np",
+                    "2",
+                    "-H",
+                    "a:1,b:1",
+                    "--fusion-threshold-mb",
+                    "0.5",
+                    "--cycle-time-ms",
+                    "2",
+                    "--cache-capacity",
+                    "64",
+                    "--log-level",
+                    "3",
+                    "--trace",
+                    "runs/x.sqlite",
+                    "--settings",
+                    "s.json",
+                    "--mpi-args",
+                    "--mca btl self",
+                    "--autotune",
+                    "--verbose",
+                    "--dry-run",
+                    "python",
+                    "train.py",
+                    "--lr",
+                    "0.1",
+                    "-np",
+                    "9"});
+  REQUIRE(p.outcome.proceed);
+  const LaunchOptions& o = p.options;
+  CHECK(o.np == "2");
+  CHECK(o.hosts == "a:1,b:1");
+  CHECK(o.fusion_threshold_mb == "0.5");
+  CHECK(o.cycle_time_ms == "2");
+  CHECK(o.cache_capacity == "64");
+  CHECK(o.log_level == "3");
+  CHECK(o.trace_path == "runs/x.sqlite");
+  CHECK(o.settings_path == "s.json");
+  CHECK(o.mpi_args == "--mca btl self");
+  CHECK(o.autotune);
+  CHECK(o.verbose);
+  CHECK(o.dry_run);
+  CHECK_FALSE(o.hostfile.has_value());
+  CHECK(o.command == Words{"python", "train.py", "--lr", "0.1", "-np", "9"});
+}
+
+TEST_CASE("cli: -- separates the command and unset flags stay unset", "[launch_cli]") {
+  Parsed p = parse({"--np=3", "--", "./prog", "--verbose", "--", "x"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.np == "3");
+  CHECK_FALSE(p.options.verbose);
+  CHECK_FALSE(p.options.fusion_threshold_mb.has_value());
+  CHECK_FALSE(p.options.settings_path.has_value());
+  CHECK(p.options.command == Words{"./prog", "--verbose", "--", "x"});
+
+  p = parse({"--hostfile", "h.txt", "-np=4", "--", "-weird-program"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.np == "4");
+  CHECK(p.options.hostfile == "h.txt");
+  CHECK(p.options.command == Words{"-weird-program"});
+}
+
+TEST_CASE("cli: -np is only rewritten among the launcher's flags", "[launch_cli]") {
+  Words value_flags = {"--trace", "-H"};
+  CHECK(ringscope::normalize_np_flag({"--trace", "-np", "-np", "2", "cmd", "-np"}, value_flags) ==
+        Words{"--trace", "-np", "--np", "2", "cmd", "-np"});
+  CHECK(ringscope::normalize_np_flag({"cmd", "-np", "2"}, value_flags) == Words{"cmd", "-np", "2"});
+  CHECK(ringscope::normalize_np_flag({"--", "-np", "2"}, value_flags) == Words{"--", "-np", "2"});
+}
+
+TEST_CASE("cli: unknown flags and missing values and help", "[launch_cli]") {
+  Parsed p = parse({"-np", "2", "--bogus", "python"});
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.outcome.exit_code == 2);
+  CHECK(p.err.find("unknown flag '--bogus'") != std::string::npos);
+
+  p = parse({"-np"});
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.outcome.exit_code == 2);
+  CHECK_FALSE(p.err.empty());
+
+  p = parse({"--help"});
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.outcome.exit_code == 0);
+  for (const char* flag : {"--np", "--hosts", "--hostfile", "--trace", "--settings",
+                           "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity",
+                           "--autotune", "--mpi-args", "--log-level", "--verbose", "--dry-run"})
+    CHECK(p.out.find(flag) != std::string::npos);
+  CHECK(p.out.find("autotuner") != std::string::npos);
+}

@@ -1,0 +1,113 @@
+"""Keras under mpirun (np=2): model.fit with DistributedOptimizer ends with the
+same weights as one process training on the combined batches; the callbacks
+broadcast initial weights, average metrics and warm up the learning rate;
+tracing from Python gives a trace whose tensors carry the variable names and
+that passes `ringscope-trace check`."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import keras
+
+from harness import assert_close, finish, hvd, np, test, tf
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+B, STEPS = 8, 6
+rng = np.random.default_rng(7)
+X = rng.normal(size=(N * B * STEPS, 5)).astype(np.float32)
+Y = (X @ rng.normal(size=(5, 1)) + 0.1).astype(np.float32)
+
+
+def make_model():
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(4, activation="tanh"),
+                              keras.layers.Dense(1)])
+    init = np.random.default_rng(1)
+    model.set_weights([init.normal(size=w.shape).astype(np.float32) for w in model.get_weights()])
+    return model
+
+
+def rank_batches(r):
+    """Rank r's samples: its B-sized slice of every combined batch of N*B."""
+    idx = np.concatenate([np.arange(s * N * B + r * B, s * N * B + (r + 1) * B)
+                          for s in range(STEPS)])
+    return X[idx], Y[idx]
+
+
+@test
+def fit_matches_single_process_training_on_combined_batches():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(keras.optimizers.SGD(learning_rate=0.05))
+    model.compile(optimizer=opt, loss="mse")
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0)
+
+    reference = make_model()
+    reference.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss="mse")
+    reference.fit(X, Y, batch_size=N * B, epochs=1, shuffle=False, verbose=0)
+    for got, want in zip(model.get_weights(), reference.get_weights()):
+        assert_close(got, want, tf.float32, "weights after fit")
+
+
+@test
+def callbacks_broadcast_average_and_warm_up():
+    model = make_model()
+    if R != 0:  # diverge, then the callback must restore rank 0's weights
+        model.set_weights([w + R for w in model.get_weights()])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(learning_rate=0.1)),
+                  loss="mse")
+    seen = {}
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 0 and "w0" not in seen:
+                seen["w0"] = self.model.get_weights()[0].copy()
+                seen["lr0"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+
+    xr, yr = rank_batches(R)
+    hist = model.fit(xr, yr, batch_size=B, epochs=2, shuffle=False, verbose=0, callbacks=[
+        hvd.BroadcastGlobalVariablesCallback(0), hvd.MetricAverageCallback(),
+        hvd.LearningRateWarmupCallback(initial_lr=0.1, warmup_epochs=2, steps_per_epoch=STEPS),
+        Probe()])
+    w0_all = hvd.allgather(tf.constant(seen["w0"][None]), name="probe.w0").numpy()
+    for r in range(N):
+        assert_close(w0_all[r], w0_all[0], tf.float32, "initial weights broadcast")
+    assert abs(seen["lr0"] - 0.1 / N) < 1e-6, seen["lr0"]  # warm-up starts at lr/size
+    losses = hvd.allgather(tf.constant([hist.history["loss"][-1]]), name="probe.loss").numpy()
+    assert np.allclose(losses, losses[0]), losses  # averaged metric, same on every rank
+
+
+@test
+def python_tracing_records_variable_names_and_passes_check():
+    raw = np.zeros(256, np.uint8)
+    if R == 0:
+        path = tempfile.mkdtemp(prefix="rs-tf-trace-").encode()
+        raw[: len(path)] = np.frombuffer(path, np.uint8)
+    raw = hvd.broadcast(tf.constant(raw), 0, name="probe.dir").numpy()
+    base_dir = bytes(raw[raw != 0]).decode()
+    base = os.path.join(base_dir, "keras.sqlite")
+    hvd.start_trace(base)
+    model = make_model()
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hvd.StepMarkCallback()])
+    hvd.stop_trace()
+    hvd.allreduce(tf.constant(0), name="probe.barrier")
+    if R == 0:
+        tool = os.environ.get("RINGSCOPE_TRACE_TOOL", "build/bin/ringscope-trace")
+        check = subprocess.run([tool, "check", base], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        names = subprocess.run([tool, "sql", base,
+                                "SELECT DISTINCT s.text FROM events e JOIN strings s "
+                                "ON s.id = e.name_id WHERE e.kind = 2"],
+                               capture_output=True, text=True).stdout
+        assert "DistributedOptimizer/0/sequential" in names and "kernel" in names, names
+        steps = subprocess.run([tool, "sql", base, "SELECT count(*) FROM events WHERE kind = 17"],
+                               capture_output=True, text=True).stdout
+        assert str(STEPS * N) in steps or str(STEPS) in steps, steps
+
+
+finish()

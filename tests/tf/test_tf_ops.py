@@ -1,0 +1,128 @@
+"""TensorFlow ops against a numpy reference, under mpirun (np=2 and 3):
+every dtype and reduce op, scale factors, allgather with per-rank dim 0,
+broadcast, grouped and sparse allreduce, fp16 compression, eager and
+tf.function, shape functions, errors raised on every rank with the message,
+DistributedGradientTape and broadcast_variables."""
+
+from harness import assert_close, finish, hvd, np, test, tf
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+DTYPES = [tf.uint8, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+
+
+def rank_values(rank, shape, salt=0):
+    n = int(np.prod(shape))
+    v = (np.arange(n) * 13 + rank * 7 + salt * 5) % 11
+    return v.reshape(shape).astype(np.float64)
+
+
+def reference(op, shape, salt, pre=1.0, post=1.0, integer=False):
+    vals = [rank_values(r, shape, salt) * pre for r in range(N)]
+    if integer:
+        vals = [np.trunc(v) for v in vals]
+    if op == hvd.Min:
+        out = np.minimum.reduce(vals)
+    elif op == hvd.Max:
+        out = np.maximum.reduce(vals)
+    else:
+        out = np.sum(vals, axis=0)
+    out = out * post * (1.0 / N if op == hvd.Average else 1.0)
+    return np.trunc(out) if integer else out
+
+
+@test
+def allreduce_every_dtype_and_op():
+    salt = 0
+    for dtype in DTYPES:
+        for op in (hvd.Sum, hvd.Average, hvd.Min, hvd.Max):
+            for shape in [(0,), (1,), (3, 5), (1000,)]:
+                salt += 1
+                x = tf.cast(tf.constant(rank_values(R, shape, salt)), dtype)
+                y = hvd.allreduce(x, op=op, name=f"ops/{dtype.name}/{op}/{salt}")
+                assert y.dtype == dtype and y.shape == x.shape
+                want = reference(op, shape, salt, integer=dtype.is_integer)
+                assert_close(tf.cast(y, tf.float64).numpy(), want, dtype, f"{dtype.name} op {op}")
+
+
+@test
+def scale_factors():
+    x = tf.constant(rank_values(R, (50,), 1), tf.float32)
+    y = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")
+    assert_close(y.numpy(), reference(hvd.Sum, (50,), 1, 0.5, 3.0), tf.float32, "scaled")
+
+
+@test
+def allgather_with_different_first_dims():
+    for dtype in DTYPES:
+        x = tf.cast(tf.fill([R + 1, 3], R), dtype)
+        y = hvd.allgather(x, name=f"gather/{dtype.name}")
+        want = np.concatenate([np.full((r + 1, 3), r) for r in range(N)])
+        assert_close(tf.cast(y, tf.float64).numpy(), want, dtype, "allgather")
+
+
+@test
+def broadcast_from_every_root():
+    for root in range(N):
+        y = hvd.broadcast(tf.constant([R, R * 2], tf.int64), root, name=f"bcast/{root}")
+        assert y.numpy().tolist() == [root, root * 2]
+
+
+@test
+def inside_tf_function_with_shapes():
+    @tf.function
+    def step(x):
+        return hvd.allreduce(x, op=hvd.Sum), hvd.allgather(x)
+
+    a, g = step(tf.ones([2, 3]))
+    assert_close(a.numpy(), np.full((2, 3), N), tf.float32, "tf.function allreduce")
+    assert g.shape == (2 * N, 3)
+    spec = tf.TensorSpec([2, 3], tf.float32)
+    out_a, out_g = step.get_concrete_function(spec).structured_outputs
+    assert out_a.shape.as_list() == [2, 3]  # allreduce keeps the shape
+    assert out_g.shape.as_list() == [None, 3]  # allgather: dim 0 unknown
+
+
+@test
+def grouped_sparse_and_compressed():
+    outs = hvd.grouped_allreduce([tf.ones([4]) * R, tf.ones([2, 2])], op=hvd.Sum, name="group")
+    assert_close(outs[0].numpy(), np.full(4, sum(range(N))), tf.float32, "grouped")
+    sparse = tf.IndexedSlices(tf.ones([1, 2]) * (R + 1), tf.constant([R]), tf.constant([N, 2]))
+    red = hvd.allreduce(sparse, op=hvd.Sum, name="sparse")
+    assert isinstance(red, tf.IndexedSlices)
+    assert red.indices.numpy().tolist() == list(range(N))
+    x = tf.constant(rank_values(R, (64,), 3), tf.float32)
+    y = hvd.allreduce(x, compression=hvd.Compression.fp16, name="fp16wire")
+    assert y.dtype == tf.float32
+    assert_close(y.numpy(), reference(hvd.Average, (64,), 3), tf.float16, "fp16 compression")
+
+
+@test
+def mismatch_raises_on_every_rank_with_the_message():
+    try:
+        hvd.allreduce(tf.zeros([R + 1]), name="mismatched")
+    except tf.errors.InvalidArgumentError as e:
+        assert "Mismatched shape for tensor 'mismatched'" in str(e), str(e)
+    else:
+        raise AssertionError("no error for mismatched shapes")
+
+
+@test
+def gradient_tape_averages_gradients():
+    w = tf.Variable([1.0, 2.0], name="w")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * float(R + 1))
+    tape = hvd.DistributedGradientTape(tape)
+    (g,) = tape.gradient(loss, [w])
+    mean = np.mean([r + 1.0 for r in range(N)])
+    assert_close(g.numpy(), [mean, mean], tf.float32, "tape gradient")
+
+
+@test
+def broadcast_variables_makes_ranks_identical():
+    v = [tf.Variable(tf.fill([3], float(R))), tf.Variable(R, dtype=tf.int64)]
+    hvd.broadcast_variables(v, root_rank=N - 1)
+    assert v[0].numpy().tolist() == [N - 1.0] * 3 and int(v[1].numpy()) == N - 1
+
+
+finish()

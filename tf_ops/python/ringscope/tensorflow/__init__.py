@@ -1,0 +1,195 @@
+"""Horovod-compatible TensorFlow API on the ringscope runtime.
+
+    import ringscope.tensorflow as hvd
+    hvd.init()
+    tape = hvd.DistributedGradientTape(tape)
+    opt = hvd.DistributedOptimizer(keras.optimizers.Adam(0.001 * hvd.size()))
+
+Collectives are TensorFlow ops (asynchronous CPU kernels): they work eagerly
+and inside tf.function. Tensors are matched across ranks by name; names come
+from the variables (gradients) or the ``name`` argument, else from a counter
+(eager) or the graph node name (tf.function), so every rank must issue the
+same collectives in the same program order when names are not given.
+"""
+
+import ctypes
+import itertools
+import threading
+
+import tensorflow as tf
+
+from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
+from ringscope.tensorflow.compression import Compression
+from ringscope.tensorflow.gradient_tape import DistributedGradientTape  # noqa: F401
+from ringscope.tensorflow import keras  # noqa: F401
+from ringscope.tensorflow.keras import (  # noqa: F401
+    BroadcastGlobalVariablesCallback,
+    DistributedOptimizer,
+    LearningRateWarmupCallback,
+    MetricAverageCallback,
+    StepMarkCallback,
+)
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
+    "cross_rank", "cross_size", "allreduce", "grouped_allreduce", "allgather", "broadcast",
+    "broadcast_variables", "DistributedGradientTape", "DistributedOptimizer",
+    "BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateWarmupCallback",
+    "StepMarkCallback", "Compression", "Sum", "Average", "Min", "Max", "start_trace",
+    "stop_trace", "mark_step", "propose_settings", "current_settings", "RingscopeError",
+]
+
+# Reduce ops (same values as the C++ ReduceOp).
+Sum, Average, Min, Max = 0, 1, 2, 3
+
+_counter_lock = threading.Lock()
+_counters = {}
+
+
+def init():
+    """Starts the runtime over MPI_COMM_WORLD with settings from the environment."""
+    _call(_c.ringscope_c_init)
+
+
+def shutdown():
+    _c.ringscope_c_shutdown()
+
+
+def is_initialized():
+    return bool(_c.ringscope_c_is_initialized())
+
+
+def _topology(fn):
+    value = fn()
+    if value < 0:
+        raise RingscopeError("ringscope is not initialised: call ringscope.tensorflow.init() first")
+    return value
+
+
+def size():
+    return _topology(_c.ringscope_c_size)
+
+
+def rank():
+    return _topology(_c.ringscope_c_rank)
+
+
+def local_rank():
+    return _topology(_c.ringscope_c_local_rank)
+
+
+def local_size():
+    return _topology(_c.ringscope_c_local_size)
+
+
+def cross_rank():
+    return _topology(_c.ringscope_c_cross_rank)
+
+
+def cross_size():
+    return _topology(_c.ringscope_c_cross_size)
+
+
+def start_trace(path):
+    """Traces into <path without .sqlite>.rank<r>.sqlite on every rank (call on every rank)."""
+    _call(_c.ringscope_c_start_trace, str(path).encode())
+
+
+def stop_trace():
+    _call(_c.ringscope_c_stop_trace)
+
+
+def mark_step(step):
+    """Marks the end of training step ``step`` in the trace."""
+    _c.ringscope_c_mark_step(int(step))
+
+
+def propose_settings(fusion_threshold_bytes, cycle_time_ms, cache_enabled=True):
+    """On rank 0: new settings, applied by every rank at the same cycle."""
+    _call(_c.ringscope_c_propose_settings, int(fusion_threshold_bytes), float(cycle_time_ms),
+          1 if cache_enabled else 0)
+
+
+def current_settings():
+    t, cyc, cache = ctypes.c_longlong(), ctypes.c_double(), ctypes.c_int()
+    _c.ringscope_c_current_settings(ctypes.byref(t), ctypes.byref(cyc), ctypes.byref(cache))
+    return {"fusion_threshold_bytes": t.value, "cycle_time_ms": cyc.value,
+            "cache_enabled": bool(cache.value)}
+
+
+def _auto_name(kind, name):
+    """Explicit names win. In a tf.function the graph node name is used (''),
+    eagerly a per-kind counter (same sequence on every rank)."""
+    if name:
+        return str(name)
+    if not tf.executing_eagerly():
+        return ""
+    with _counter_lock:
+        n = _counters.get(kind, 0)
+        _counters[kind] = n + 1
+    return f"{kind}.{n}"
+
+
+def _reduce_op(op, average):
+    if op is not None and average is not None:
+        raise ValueError("give either op or the deprecated average, not both")
+    if op is None:
+        op = Sum if average is False else Average
+    if op not in (Sum, Average, Min, Max):
+        raise ValueError(f"unknown reduce op {op!r}: use Sum, Average, Min or Max")
+    return op
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="",
+              compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
+              name=None):
+    """Reduces ``tensor`` over all ranks (default: Average). IndexedSlices are
+    allgathered (values and indices), as Horovod does."""
+    op = _reduce_op(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        if op not in (Sum, Average):
+            raise ValueError("sparse (IndexedSlices) allreduce supports Sum and Average only")
+        base = _auto_name("allreduce_sparse", name)
+        values = allgather(tensor.values, name=(base + "/values") if base else None)
+        indices = allgather(tensor.indices, name=(base + "/indices") if base else None)
+        if op == Average:
+            values = values / tf.cast(size(), values.dtype)
+        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, ctx = compression.compress(tensor)
+    out = _ops.ringscope_allreduce(
+        compressed, reduce_op=op, prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor), tensor_name=_auto_name("allreduce", name))
+    return compression.decompress(out, ctx)
+
+
+def grouped_allreduce(tensors, average=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, name=None):
+    """Allreduces a list of tensors; they are submitted together, so the
+    runtime fuses them."""
+    base = _auto_name("grouped_allreduce", name)
+    return [
+        allreduce(t, average=average, compression=compression, op=op,
+                  prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                  name=f"{base}/{i}" if base else None)
+        for i, t in enumerate(tensors)
+    ]
+
+
+def allgather(tensor, name=None):
+    """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
+    return _ops.ringscope_allgather(tf.convert_to_tensor(tensor),
+                                    tensor_name=_auto_name("allgather", name))
+
+
+def broadcast(tensor, root_rank, name=None):
+    """Returns ``tensor`` of rank ``root_rank`` on every rank."""
+    return _ops.ringscope_broadcast(tf.convert_to_tensor(tensor), root_rank=int(root_rank),
+                                    tensor_name=_auto_name("broadcast", name))
+
+
+def broadcast_variables(variables, root_rank):
+    """Assigns every variable the value it has on ``root_rank``."""
+    for i, var in enumerate(variables):
+        label = getattr(var, "path", None) or getattr(var, "name", "var")
+        var.assign(broadcast(var, root_rank, name=f"broadcast_variables/{i}/{label}"))

@@ -1,0 +1,214 @@
+// TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
+// for allreduce, allgather and broadcast. Each op hands its tensor to
+// ringscope under the name given by Python (derived from the TF op or
+// variable name, so traces show names the user recognises) and completes
+// TensorFlow's `done` from ringscope's callback, carrying any error message.
+// Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
+#include <cstring>
+#include <string>
+
+#include "ringscope/ringscope.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace tf = tensorflow;
+
+namespace {
+
+bool to_ringscope_dtype(tf::DataType t, ringscope::DataType* out) {
+  switch (t) {
+    case tf::DT_UINT8: *out = ringscope::DataType::kUInt8; return true;
+    case tf::DT_INT32: *out = ringscope::DataType::kInt32; return true;
+    case tf::DT_INT64: *out = ringscope::DataType::kInt64; return true;
+    case tf::DT_HALF: *out = ringscope::DataType::kFloat16; return true;
+    case tf::DT_BFLOAT16: *out = ringscope::DataType::kBFloat16; return true;
+    case tf::DT_FLOAT: *out = ringscope::DataType::kFloat32; return true;
+    case tf::DT_DOUBLE: *out = ringscope::DataType::kFloat64; return true;
+    default: return false;
+  }
+}
+
+ringscope::Shape to_shape(const tf::TensorShape& s) {
+  ringscope::Shape out;
+  for (int i = 0; i < s.dims(); ++i) out.push_back(s.dim_size(i));
+  return out;
+}
+
+tf::Status to_tf_status(const ringscope::Status& s) {
+  if (s.ok()) return tf::Status();
+  const std::string msg = "ringscope: " + s.to_string();
+  switch (s.code()) {
+    case ringscope::StatusCode::kInvalidArgument:
+    case ringscope::StatusCode::kMismatch:
+    case ringscope::StatusCode::kDuplicateName: return tf::errors::InvalidArgument(msg);
+    case ringscope::StatusCode::kTimeout: return tf::errors::DeadlineExceeded(msg);
+    case ringscope::StatusCode::kNotInitialized: return tf::errors::FailedPrecondition(msg);
+    case ringscope::StatusCode::kShutdown:
+    case ringscope::StatusCode::kStalled: return tf::errors::Aborted(msg);
+    default: return tf::errors::Internal(msg);
+  }
+}
+
+// Shared part of the three kernels: attributes, dtype, the callback.
+class RingscopeKernel : public tf::AsyncOpKernel {
+ public:
+  explicit RingscopeKernel(tf::OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &tensor_name_));
+    if (tensor_name_.empty()) tensor_name_ = name();  // the graph node name
+  }
+
+ protected:
+  bool dtype_of(tf::OpKernelContext* ctx, ringscope::DataType* out, const DoneCallback& done) {
+    if (to_ringscope_dtype(ctx->input(0).dtype(), out)) return true;
+    ctx->SetStatus(tf::errors::InvalidArgument("ringscope: unsupported dtype ",
+                                               tf::DataTypeString(ctx->input(0).dtype()),
+                                               " for tensor '", tensor_name_, "'"));
+    done();
+    return false;
+  }
+  static ringscope::DoneCallback finish(tf::OpKernelContext* ctx, DoneCallback done) {
+    return [ctx, done](const ringscope::Status& s) {
+      if (!s.ok()) ctx->SetStatus(to_tf_status(s));
+      done();
+    };
+  }
+  // For an immediate rejection from submit().
+  static void fail_now(tf::OpKernelContext* ctx, const ringscope::Status& s,
+                       const DoneCallback& done) {
+    ctx->SetStatus(to_tf_status(s));
+    done();
+  }
+  std::string tensor_name_;
+};
+
+class AllreduceOp : public RingscopeKernel {
+ public:
+  explicit AllreduceOp(tf::OpKernelConstruction* ctx) : RingscopeKernel(ctx) {
+    int op = 0;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("reduce_op", &op));
+    OP_REQUIRES(ctx, op >= 0 && op <= 3,
+                tf::errors::InvalidArgument("reduce_op must be 0..3 (Sum, Average, Min, Max)"));
+    reduce_op_ = static_cast<ringscope::ReduceOp>(op);
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("prescale_factor", &prescale_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("postscale_factor", &postscale_));
+  }
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const tf::Tensor& in = ctx->input(0);
+    tf::Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
+    ringscope::Status s = ringscope::allreduce_async(
+        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
+        const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
+        postscale_);
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
+
+ private:
+  ringscope::ReduceOp reduce_op_ = ringscope::ReduceOp::kSum;
+  float prescale_ = 1.0f, postscale_ = 1.0f;
+};
+
+class AllgatherOp : public RingscopeKernel {
+ public:
+  using RingscopeKernel::RingscopeKernel;
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const tf::Tensor& in = ctx->input(0);
+    OP_REQUIRES_ASYNC(ctx, in.dims() >= 1,
+                      tf::errors::InvalidArgument("ringscope allgather of '", tensor_name_,
+                                                  "' needs a tensor with at least one dimension"),
+                      done);
+    // Called on ringscope's thread once every rank's dim 0 is known.
+    auto allocate = [ctx](const ringscope::Shape& shape) -> void* {
+      tf::TensorShape ts;
+      for (int64_t d : shape) ts.AddDim(d);
+      tf::Tensor* out = nullptr;
+      if (!ctx->allocate_output(0, ts, &out).ok()) return nullptr;
+      return const_cast<char*>(out->tensor_data().data());
+    };
+    ringscope::Status s =
+        ringscope::allgather_async(tensor_name_, dtype, to_shape(in.shape()),
+                                   in.tensor_data().data(), allocate, finish(ctx, done));
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
+};
+
+class BroadcastOp : public RingscopeKernel {
+ public:
+  explicit BroadcastOp(tf::OpKernelConstruction* ctx) : RingscopeKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("root_rank", &root_));
+  }
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const tf::Tensor& in = ctx->input(0);
+    tf::Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
+    // Broadcast is in place: start from this rank's value.
+    if (in.TotalBytes() > 0)
+      std::memcpy(const_cast<char*>(out->tensor_data().data()), in.tensor_data().data(),
+                  in.TotalBytes());
+    ringscope::Status s = ringscope::broadcast_async(tensor_name_, dtype, to_shape(in.shape()),
+                                                     const_cast<char*>(out->tensor_data().data()),
+                                                     root_, finish(ctx, done));
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
+
+ private:
+  int root_ = 0;
+};
+
+}  // namespace
+
+#define RINGSCOPE_TYPES "T: {uint8, int32, int64, half, bfloat16, float, double}"
+
+REGISTER_OP("RingscopeAllreduce")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("reduce_op: int = 1")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .Attr("tensor_name: string = ''")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      return tf::Status();
+    })
+    .Doc("Allreduce of `tensor` across all ranks (reduce_op: 0 Sum, 1 Average, 2 Min, 3 Max).");
+
+REGISTER_OP("RingscopeAllgather")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("tensor_name: string = ''")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      tf::shape_inference::ShapeHandle out;
+      TF_RETURN_IF_ERROR(
+          c->ReplaceDim(c->input(0), 0, c->UnknownDim(), &out));  // dim 0 is the gathered one
+      c->set_output(0, out);
+      return tf::Status();
+    })
+    .Doc("Concatenation along dim 0 of `tensor` from every rank, in rank order.");
+
+REGISTER_OP("RingscopeBroadcast")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("root_rank: int")
+    .Attr("tensor_name: string = ''")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      return tf::Status();
+    })
+    .Doc("`tensor` of rank `root_rank`, on every rank.");
+
+REGISTER_KERNEL_BUILDER(Name("RingscopeAllreduce").Device(tf::DEVICE_CPU), AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), AllgatherOp);
+REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
