@@ -187,17 +187,27 @@ TEST_CASE("public API: errors reach every rank", "[mpi]") {
     CHECK(s.message().find("[8] on rank " + std::to_string(n - 1)) != std::string::npos);
   }
   // Duplicate name: the second submission is refused at once on this rank.
+  // The first op is held in flight by an allgather whose output allocator
+  // (run on the background thread) waits until the duplicate was tried.
+  std::promise<void> gate;
+  std::shared_future<void> gate_open = gate.get_future().share();
   std::promise<Status> first;
-  Status s =
-      ringscope::allreduce_async("dup", DataType::kFloat32, {8}, buf.data(), buf.data(),
-                                 ReduceOp::kSum, [&](const Status& st) { first.set_value(st); });
+  std::vector<float> gathered(8 * n);
+  Status s = ringscope::allgather_async(
+      "dup", DataType::kFloat32, {8}, buf.data(),
+      [&, gate_open](const Shape&) -> void* {
+        gate_open.wait();
+        return gathered.data();
+      },
+      [&](const Status& st) { first.set_value(st); });
   REQUIRE(s.ok());
   std::vector<float> other(8, 1.0f);
   Status dup = ringscope::allreduce_async("dup", DataType::kFloat32, {8}, other.data(),
                                           other.data(), ReduceOp::kSum, [](const Status&) {});
+  gate.set_value();
   CHECK(dup.code() == StatusCode::kDuplicateName);
+  CHECK(dup.message().find("'dup'") != std::string::npos);
   CHECK(first.get_future().get().ok());
-  CHECK(buf[0] == static_cast<float>(n));
 }
 
 TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {

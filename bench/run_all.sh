@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every benchmark of docs/performance.md and writes its JSON into
+# bench/results/ (one file per benchmark and world size). Needs a build
+# (scripts/setup.sh). Takes a few minutes; numbers on these shared 2-core
+# machines are noisy: compare columns measured in the same run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/results
+mkdir -p "$out"
+mpi="scripts/mpirun.sh"
+for np in 2 4; do
+  $mpi -np $np build/bin/allreduce_bench --json $out/allreduce_np$np.json
+done
+for np in 2 4; do
+  $mpi -np $np build/bin/negotiation_bench --steps 30 --json $out/negotiation_np$np.json
+done
+$mpi -np 2 build/bin/trace_overhead_bench --phases 8 --steps 5 --json $out/trace_overhead_np2.json
+build/bin/trace_writer_bench --events 2000000 --json $out/trace_writer.json
+if [ -x .venv/bin/python ] && [ -f build/python/ringscope/tensorflow/ringscope_tf_ops.so ]; then
+  export PYTHONPATH=$PWD/build/python
+  for np in 1 2; do
+    for traced in off on; do
+      trace_args=()
+      [ $traced = on ] && trace_args=(--trace "/tmp/ringscope-synth-$np.sqlite")
+      build/bin/ringscope run -np $np "${trace_args[@]}" -- .venv/bin/python \
+        examples/tf_synthetic_benchmark.py --steps 20 | tee "$out/tf_synthetic_np${np}_trace_$traced.txt"
+    done
+  done
+fi
+echo "results in $out/"
