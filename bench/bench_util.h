@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "ringscope/status.h"
 
 namespace ringscope::bench {
 
@@ -44,6 +48,30 @@ inline std::string human_bytes(size_t b) {
     std::snprintf(buf, sizeof(buf), "%zu KiB", b >> 10);
   return buf;
 }
+
+// Waits for n callbacks with one wake-up at the end (as a framework would),
+// so a bench measures the runtime rather than n thread wake-ups.
+class CountdownLatch {
+ public:
+  explicit CountdownLatch(size_t n) : remaining_(n) {}
+  void arrive(const ringscope::Status& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!s.ok() && first_error_.ok()) first_error_ = s;
+    if (--remaining_ == 0) cv_.notify_one();
+  }
+  // Returns the first error any callback reported.
+  ringscope::Status wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return remaining_ == 0; });
+    return first_error_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t remaining_;
+  ringscope::Status first_error_;
+};
 
 // Writes `json` to `path` (if non-empty) on rank 0.
 inline void write_json(const std::string& path, const std::string& json) {

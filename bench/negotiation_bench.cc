@@ -50,15 +50,7 @@ std::unique_ptr<Runtime> make_runtime(const Options& o, const char* phase) {
 double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::string& prefix) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now_s();
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t remaining = bufs.size();
-  Status first_error;
-  auto done = [&](const Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!s.ok() && first_error.ok()) first_error = s;
-    if (--remaining == 0) cv.notify_one();
-  };
+  CountdownLatch latch(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     TensorEntry e;
     e.req = Request{prefix + std::to_string(i),
@@ -70,16 +62,12 @@ double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::s
                     1,
                     {static_cast<int64_t>(bufs[i].size())}};
     e.input = e.output = bufs[i].data();
-    e.done = done;
+    e.done = [&latch](const Status& s) { latch.arrive(s); };
     Status s = rt.submit(std::move(e));
-    if (!s.ok()) done(s);
+    if (!s.ok()) latch.arrive(s);
   }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return remaining == 0; });
-  }
-  if (!first_error.ok()) {
-    std::fprintf(stderr, "%s\n", first_error.to_string().c_str());
+  if (Status s = latch.wait(); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return max_over_ranks(now_s() - t0);

@@ -24,23 +24,17 @@ double run_step(std::vector<examples::GradientSpec>& grads, std::vector<std::vec
                 int64_t step) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now_s();
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t remaining = grads.size();
+  CountdownLatch latch(grads.size());
   for (size_t k = grads.size(); k-- > 0;) {
     Status s = allreduce_async(grads[k].name, DataType::kFloat32, grads[k].shape, bufs[k].data(),
-                               bufs[k].data(), ReduceOp::kAverage, [&](const Status& st) {
-                                 if (!st.ok()) std::fprintf(stderr, "%s\n", st.to_string().c_str());
-                                 std::lock_guard<std::mutex> lock(mu);
-                                 if (--remaining == 0) cv.notify_one();
-                               });
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+                               bufs[k].data(), ReduceOp::kAverage,
+                               [&latch](const Status& st) { latch.arrive(st); });
+    if (!s.ok()) latch.arrive(s);
   }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return remaining == 0; });
+  if (Status s = latch.wait(); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   mark_step(step);
   return max_over_ranks(now_s() - t0);
 }

@@ -11,6 +11,19 @@
 
 namespace ringscope {
 
+// A trace event with the fields every event has; callers add the rest.
+inline TraceEvent make_event(EventKind kind, int64_t start_ns, int64_t end_ns, int64_t cycle,
+                             int32_t seq_index = -1, int32_t name_id = -1) {
+  TraceEvent e;
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.cycle = cycle;
+  e.seq_index = seq_index;
+  e.name_id = name_id;
+  return e;
+}
+
 struct CollectiveContext {
   Transport* transport = nullptr;
   double timeout_seconds = 300.0;  // per wait: no progress for this long fails
@@ -27,13 +40,7 @@ struct CollectiveContext {
   void record_step(EventKind kind, int64_t start, int step, int peer_send, int peer_recv,
                    int64_t bytes) const {
     if (!recorder) return;
-    TraceEvent e;
-    e.kind = static_cast<uint16_t>(kind);
-    e.start_ns = start;
-    e.end_ns = recorder->now_ns();
-    e.cycle = cycle;
-    e.seq_index = seq_index;
-    e.name_id = name_id;
+    TraceEvent e = make_event(kind, start, recorder->now_ns(), cycle, seq_index, name_id);
     e.step = step;
     e.peer_send = peer_send;
     e.peer_recv = peer_recv;

@@ -15,13 +15,7 @@ void ResponseExecutor::record(const ExecutionParams& p, EventKind kind, int64_t 
                               int32_t seq_index, int32_t name_id, int64_t bytes, int64_t value,
                               int32_t aux, int32_t step) const {
   if (!p.recorder) return;
-  TraceEvent e;
-  e.kind = static_cast<uint16_t>(kind);
-  e.start_ns = start;
-  e.end_ns = p.recorder->now_ns();
-  e.cycle = p.cycle;
-  e.seq_index = seq_index;
-  e.name_id = name_id;
+  TraceEvent e = make_event(kind, start, p.recorder->now_ns(), p.cycle, seq_index, name_id);
   e.bytes = bytes;
   e.value = value;
   e.aux = aux;

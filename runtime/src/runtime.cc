@@ -247,11 +247,8 @@ int32_t Runtime::intern(const std::string& text) {
 void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key) {
   Recorder* rec = recorder_.load();
   if (!rec) return;
-  TraceEvent e;
-  e.kind = static_cast<uint16_t>(kind);
-  e.start_ns = e.end_ns = rec->now_ns();
-  e.cycle = cycle_;
-  e.name_id = name_id;
+  const int64_t now_ns = rec->now_ns();
+  TraceEvent e = make_event(kind, now_ns, now_ns, cycle_, -1, name_id);
   e.value = value;
   e.peer_send = key;
   rec->record(e);
@@ -363,11 +360,8 @@ Status Runtime::run_cycle(bool* stop) {
     e.name_id = intern(e.req.name);
     e.order = arrivals_++;
     if (rec) {
-      TraceEvent ev;
-      ev.kind = static_cast<uint16_t>(EventKind::kEnqueue);
-      ev.start_ns = ev.end_ns = e.enqueue_ns;
-      ev.cycle = cycle_;
-      ev.name_id = e.name_id;
+      TraceEvent ev =
+          make_event(EventKind::kEnqueue, e.enqueue_ns, e.enqueue_ns, cycle_, -1, e.name_id);
       ev.bytes = num_elements(e.req.shape) * static_cast<int64_t>(dtype_size(e.req.dtype));
       ev.aux = static_cast<int32_t>(e.req.op);
       rec->record(ev);
@@ -465,11 +459,7 @@ Status Runtime::run_cycle(bool* stop) {
   apply_settings(agreed, /*at_cycle_end=*/true);
 
   if (rec && (!responses.empty() || slow)) {
-    TraceEvent ev;
-    ev.kind = static_cast<uint16_t>(EventKind::kCycle);
-    ev.start_ns = t0;
-    ev.end_ns = rec->now_ns();
-    ev.cycle = cycle_;
+    TraceEvent ev = make_event(EventKind::kCycle, t0, rec->now_ns(), cycle_);
     ev.value = static_cast<int64_t>(responses.size());
     ev.aux = (fast_count ? kPathFast : 0) | (slow ? kPathSlow : 0);
     rec->record(ev);
@@ -511,11 +501,9 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
       if (!s.ok()) return s;
       for (const Request& req : lists[r].requests) {
         if (rec) {
-          TraceEvent ev;
-          ev.kind = static_cast<uint16_t>(EventKind::kReady);
-          ev.start_ns = ev.end_ns = rec->now_ns();
-          ev.cycle = cycle_;
-          ev.name_id = intern(req.name);
+          const int64_t now_ns = rec->now_ns();
+          TraceEvent ev =
+              make_event(EventKind::kReady, now_ns, now_ns, cycle_, -1, intern(req.name));
           ev.peer_recv = r;
           rec->record(ev);
         }
@@ -575,13 +563,8 @@ void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   Recorder* rec = recorder_.load();
   if (rec)
     for (size_t i = 0; i < responses.size(); ++i) {
-      TraceEvent ev;
-      ev.kind = static_cast<uint16_t>(EventKind::kNegotiate);
-      ev.start_ns = entries[i]->enqueue_ns;
-      ev.end_ns = decided_ns;
-      ev.cycle = cycle_;
-      ev.seq_index = static_cast<int32_t>(i);
-      ev.name_id = entries[i]->name_id;
+      TraceEvent ev = make_event(EventKind::kNegotiate, entries[i]->enqueue_ns, decided_ns, cycle_,
+                                 static_cast<int32_t>(i), entries[i]->name_id);
       ev.bytes = static_cast<int64_t>(responses[i].bytes());
       ev.aux = responses[i].from_cache ? kPathFast : kPathSlow;
       rec->record(ev);
@@ -612,11 +595,7 @@ void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     pending_.erase(responses[i].tensor.name);
   }
   if (rec) {
-    TraceEvent ev;
-    ev.kind = static_cast<uint16_t>(EventKind::kCallback);
-    ev.start_ns = cb_start;
-    ev.end_ns = rec->now_ns();
-    ev.cycle = cycle_;
+    TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
     ev.value = static_cast<int64_t>(responses.size());
     rec->record(ev);
   }

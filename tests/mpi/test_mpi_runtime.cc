@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "capture_recorder.h"
+#include "local_world.h"
 #include "mpi_transport.h"
 #include "ringscope/ringscope.h"
 #include "runtime.h"
@@ -48,23 +49,6 @@ std::unique_ptr<Runtime> make_runtime(const Options& o) {
   Status s = Runtime::create(std::move(t), topo, o, &rt);
   REQUIRE(s.ok());
   return rt;
-}
-
-Status wait_entry(Runtime& rt, TensorEntry e) {
-  std::promise<Status> p;
-  auto f = p.get_future();
-  e.done = [&p](const Status& s) { p.set_value(s); };
-  Status s = rt.submit(std::move(e));
-  if (!s.ok()) return s;
-  return f.get();
-}
-
-TensorEntry ar_entry(const std::string& name, DataType t, Shape shape, void* buf,
-                     ReduceOp op = ReduceOp::kSum) {
-  TensorEntry e;
-  e.req = Request{name, OpType::kAllreduce, t, op, 0, 1, 1, std::move(shape)};
-  e.input = e.output = buf;
-  return e;
 }
 
 // Checks `count` elements of `buf` against the reference; returns a message or "".
@@ -244,8 +228,8 @@ TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "
       REQUIRE(rt->propose_settings(s).ok());
     }
     for (int k = 0; k < 3; ++k) {
-      REQUIRE(wait_entry(*rt, ar_entry("w" + std::to_string(k), DataType::kFloat32, {4096},
-                                       buf.data(), ReduceOp::kAverage))
+      REQUIRE(run_op(*rt, allreduce_entry("w" + std::to_string(k), DataType::kFloat32, {4096},
+                                          buf.data(), buf.data(), ReduceOp::kAverage))
                   .ok());
       REQUIRE(buf[100] == 1.0f);  // numerically right while settings change
     }
@@ -272,7 +256,8 @@ TEST_CASE("a tensor one rank submits late produces a stall warning", "[mpi]") {
   rt->set_recorder(&rec);
   std::vector<float> buf(4, 1.0f);
   if (r == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  REQUIRE(wait_entry(*rt, ar_entry("slowpoke", DataType::kFloat32, {4}, buf.data())).ok());
+  REQUIRE(run_op(*rt, allreduce_entry("slowpoke", DataType::kFloat32, {4}, buf.data(), buf.data()))
+              .ok());
   rt->shutdown();
   if (r == 0) {
     auto stalls = rec.events(EventKind::kStall);
