@@ -12,8 +12,9 @@ namespace {
 
 double drift_slope(const RankInfo& r) {
   if (!r.has_end_offset || r.clock_offset_end_at_ns == r.clock_offset_at_ns) return 0.0;
-  return static_cast<double>(r.clock_offset_end_ns - r.clock_offset_ns) /
-         static_cast<double>(r.clock_offset_end_at_ns - r.clock_offset_at_ns);
+  return (static_cast<double>(r.clock_offset_end_ns) - static_cast<double>(r.clock_offset_ns)) /
+         (static_cast<double>(r.clock_offset_end_at_ns) -
+          static_cast<double>(r.clock_offset_at_ns));
 }
 
 int32_t optional_int32(const sql::Stmt& stmt, int col) {
@@ -22,17 +23,32 @@ int32_t optional_int32(const sql::Stmt& stmt, int col) {
 
 }  // namespace
 
+// Clock arithmetic saturates instead of overflowing: a damaged file may hold
+// any offsets, and must give odd times, never undefined behaviour.
+namespace {
+int64_t saturate(__int128 v) {
+  return static_cast<int64_t>(std::clamp<__int128>(v, INT64_MIN, INT64_MAX));
+}
+int64_t round_saturated(double v) {
+  if (!(v == v)) return 0;  // NaN
+  return static_cast<int64_t>(std::clamp(v, -9.0e18, 9.0e18));
+}
+}  // namespace
+
 int64_t RankInfo::to_rank0(int64_t local_ns) const {
   if (clock_aligned) return local_ns;
-  const double drift = drift_slope(*this) * static_cast<double>(local_ns - clock_offset_at_ns);
-  return local_ns + clock_offset_ns + std::llround(drift);
+  const double drift = drift_slope(*this) *
+                       (static_cast<double>(local_ns) - static_cast<double>(clock_offset_at_ns));
+  return saturate(static_cast<__int128>(local_ns) + clock_offset_ns + round_saturated(drift));
 }
 
 int64_t RankInfo::to_local(int64_t rank0_ns) const {
   if (clock_aligned) return rank0_ns;
   const double slope = drift_slope(*this);
-  const double since = static_cast<double>(rank0_ns - clock_offset_ns - clock_offset_at_ns);
-  return clock_offset_at_ns + std::llround(since / (1.0 + slope));
+  const double since = static_cast<double>(rank0_ns) - static_cast<double>(clock_offset_ns) -
+                       static_cast<double>(clock_offset_at_ns);
+  return saturate(static_cast<__int128>(clock_offset_at_ns) +
+                  round_saturated(since / (1.0 + slope)));
 }
 
 int64_t LaneColumns::dur_ns(size_t i) const {
@@ -173,7 +189,10 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
   *out = LaneColumns();
   auto it = impl_->lane_stats.find({rank, static_cast<int>(lane)});
   if (it != impl_->lane_stats.end()) {
-    const size_t n = static_cast<size_t>(it->second.event_count);
+    // A hint from the file (untrusted): capped so a damaged count cannot
+    // request terabytes; the vectors still grow past it as rows arrive.
+    const size_t n =
+        static_cast<size_t>(std::clamp<int64_t>(it->second.event_count, 0, int64_t{1} << 22));
     out->start_ns.reserve(n), out->dur_ns_u32.reserve(n), out->cycle.reserve(n);
     out->bytes.reserve(n), out->name_id.reserve(n), out->seq_index.reserve(n), out->kind.reserve(n);
   }

@@ -46,7 +46,11 @@ Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
   Status status;
   while (stmt.step(&status)) {
     RankInfo r;
-    r.rank = static_cast<int>(stmt.column_int(0));
+    // Range-checked before narrowing: 2^32 must not pass as rank 0.
+    const int64_t rank = stmt.column_int(0);
+    if (rank < 0 || rank > (1 << 20))
+      return Status(StatusCode::kCorrupt, source.path + ": invalid rank " + std::to_string(rank));
+    r.rank = static_cast<int>(rank);
     r.hostname = stmt.column_text(1);
     r.pid = stmt.column_int_or(2, -1);
     r.start_utc_ns = stmt.column_int_or(3, 0);
@@ -62,8 +66,6 @@ Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
     r.dropped_events = stmt.column_int_or(12, 0);
     r.finalized = stmt.column_int_or(13, 0) != 0;
     r.file = source.path;
-    if (r.rank < 0 || r.rank > (1 << 20))
-      return Status(StatusCode::kCorrupt, source.path + ": invalid rank " + std::to_string(r.rank));
     out->push_back(std::move(r));
   }
   if (!status.ok()) return Status(status.code(), source.path + ": " + status.message());
@@ -123,10 +125,15 @@ Status TraceReader::open(const std::vector<std::string>& inputs) {
     if (ranks.empty())
       return Status(StatusCode::kCorrupt, path + ": trace lists no ranks (ranks table empty)");
     for (RankInfo& rank : ranks) {
-      if (impl->source_of_rank.count(rank.rank))
-        return Status(StatusCode::kInvalidArgument, path + ": rank " + std::to_string(rank.rank) +
-                                                        " also in " +
-                                                        impl->rank_info(rank.rank)->file);
+      if (impl->source_of_rank.count(rank.rank)) {
+        // Linear search: rank_info() needs the sorted vector, and a damaged
+        // table can return rows out of ORDER BY order.
+        auto other = std::find_if(impl->ranks.begin(), impl->ranks.end(),
+                                  [&](const RankInfo& r) { return r.rank == rank.rank; });
+        return Status(StatusCode::kInvalidArgument,
+                      path + ": rank " + std::to_string(rank.rank) + " also in " +
+                          (other != impl->ranks.end() ? other->file : std::string("this file")));
+      }
       impl->source_of_rank[rank.rank] = impl->sources.size();
       impl->ranks.push_back(std::move(rank));
     }

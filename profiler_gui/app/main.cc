@@ -1,0 +1,188 @@
+// ringscope-view's entry point. Either a GLFW + OpenGL3 window, or with
+// --screenshot a headless render (EGL surfaceless + FBO) written to a PNG.
+// Both follow Dear ImGui's setup -> loop -> teardown.
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "app/offscreen_gl.h"
+#include "backends/imgui_impl_glfw.h"
+#include "backends/imgui_impl_opengl3.h"
+#include "imgui.h"
+#include "view/palette.h"
+#include "view/viewer.h"
+
+namespace ringscope::view {
+namespace {
+
+constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+void setup_imgui() {
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // nothing worth persisting yet
+  apply_theme();
+  // DejaVu Sans when installed (fonts-dejavu-core), else ImGui's built-in font.
+  // The second font labels boxes inside the timeline's rows.
+  if (!std::filesystem::exists(kFontPath) || !io.Fonts->AddFontFromFileTTF(kFontPath, 14.0f) ||
+      !io.Fonts->AddFontFromFileTTF(kFontPath, 12.0f))
+    io.Fonts->AddFontDefault();
+}
+
+void write_layout(const std::string& path, const Viewer& viewer, int width, int height) {
+  std::ofstream out(path);
+  const FrameLayout& l = viewer.layout();
+  const ImU32 bg = colors::kBackground;
+  out << "image " << width << " " << height << "\n";
+  out << "background " << ((bg >> IM_COL32_R_SHIFT) & 0xff) << " "
+      << ((bg >> IM_COL32_G_SHIFT) & 0xff) << " " << ((bg >> IM_COL32_B_SHIFT) & 0xff) << "\n";
+  out << "timeline " << l.timeline_rect.x << " " << l.timeline_rect.y << " " << l.timeline_rect.z
+      << " " << l.timeline_rect.w << "\n";
+  out << "panel " << (l.panel.empty() ? "none" : l.panel) << " " << l.panel_rect.x << " "
+      << l.panel_rect.y << " " << l.panel_rect.z << " " << l.panel_rect.w << "\n";
+  for (const FrameLayout::Band& b : l.bands)
+    out << "band " << b.rank << " " << b.y0 << " " << b.y1 << " " << b.header_y0 << " "
+        << b.header_y1 << " " << b.label_x0 << " " << b.label_x1 << "\n";
+}
+
+int run_headless(const ViewerOptions& options) {
+  // Setup.
+  OffscreenGl gl;
+  std::string error;
+  if (!gl.create(options.width, options.height, &error)) {
+    std::fprintf(stderr, "ringscope-view: %s\n", error.c_str());
+    return 3;
+  }
+  setup_imgui();
+  ImGui_ImplOpenGL3_Init("#version 330");
+  ImGuiIO& io = ImGui::GetIO();
+  io.DisplaySize = ImVec2(static_cast<float>(options.width), static_cast<float>(options.height));
+  io.DeltaTime = 1.0f / 60;
+  Viewer viewer(options);
+
+  // Loop: frames while loading, then options.frames more once it is done.
+  std::vector<double> frame_ms, ui_ms;
+  while (static_cast<int>(frame_ms.size()) < options.frames) {
+    const bool done =
+        viewer.load_state() == LoadState::kReady || viewer.load_state() == LoadState::kFailed;
+    const auto start = std::chrono::steady_clock::now();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui::NewFrame();
+    viewer.draw_frame();
+    ImGui::Render();
+    const auto ui_end = std::chrono::steady_clock::now();
+    glClearColor(0, 0, 0, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    glFinish();
+    const auto end = std::chrono::steady_clock::now();
+    if (done) {
+      frame_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+      ui_ms.push_back(std::chrono::duration<double, std::milli>(ui_end - start).count());
+    } else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::vector<uint8_t> pixels = gl.read_rgba();
+  const bool written = write_png(options.screenshot_path, options.width, options.height, pixels);
+  if (!options.layout_path.empty())
+    write_layout(options.layout_path, viewer, options.width, options.height);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf(
+      "ringscope-view: %s (%s), %d frames after loading: median %.2f ms (UI %.2f ms), max %.2f "
+      "ms\n",
+      options.screenshot_path.c_str(), gl.backend(), options.frames, median(frame_ms),
+      median(ui_ms), *std::max_element(frame_ms.begin(), frame_ms.end()));
+  const std::string problem = viewer.problem();
+
+  // Teardown.
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui::DestroyContext();
+  if (!written) {
+    std::fprintf(stderr, "ringscope-view: could not write %s\n", options.screenshot_path.c_str());
+    return 1;
+  }
+  if (!problem.empty()) {
+    std::fprintf(stderr, "ringscope-view: %s\n", problem.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int run_window(const ViewerOptions& options) {
+  // Setup.
+  if (!glfwInit()) {
+    std::fprintf(stderr,
+                 "ringscope-view: cannot open a window (no display?); "
+                 "use --screenshot for headless rendering\n");
+    return 3;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  const std::string title = "ringscope-view - " + options.traces.front();
+  GLFWwindow* window =
+      glfwCreateWindow(options.width, options.height, title.c_str(), nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "ringscope-view: no OpenGL 3.3 window\n");
+    glfwTerminate();
+    return 3;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+  setup_imgui();
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+  Viewer viewer(options);
+
+  // Loop.
+  while (!glfwWindowShouldClose(window)) {
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    viewer.draw_frame();
+    ImGui::Render();
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window, &w, &h);
+    glViewport(0, 0, w, h);
+    glClearColor(0, 0, 0, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    glfwSwapBuffers(window);
+  }
+
+  // Teardown.
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringscope::view
+
+int main(int argc, char** argv) {
+  using namespace ringscope::view;
+  ViewerOptions options;
+  std::string error;
+  if (!parse_viewer_options(argc, argv, &options, &error)) {
+    std::fprintf(stderr, "ringscope-view: %s\n%s", error.c_str(), viewer_usage());
+    return 2;
+  }
+  if (options.help) {
+    std::fputs(viewer_usage(), stdout);
+    return 0;
+  }
+  return options.screenshot_path.empty() ? run_window(options) : run_headless(options);
+}

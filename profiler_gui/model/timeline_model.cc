@@ -1,0 +1,174 @@
+// TimelineModel: loading (worker thread), progress, and the queries the
+// drawing code makes (see timeline_model.h).
+#include "timeline_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace ringscope::view {
+
+TimelineModel::TimelineModel() = default;
+
+TimelineModel::~TimelineModel() {
+  cancel_ = true;
+  if (worker_.joinable()) worker_.join();
+}
+
+void TimelineModel::start_loading(std::vector<std::string> inputs) {
+  cancel_ = true;
+  if (worker_.joinable()) worker_.join();
+  cancel_ = false;
+  inputs_ = std::move(inputs);
+  trace_.reset();
+  error_ = Status::OK();
+  detail_ref_.reset();
+  state_ = static_cast<int>(LoadState::kLoading);
+  worker_ = std::thread([this] {
+    auto loaded = std::make_unique<LoadedTrace>();
+    Status status = load_into(inputs_, loaded.get());
+    if (status.ok()) {
+      trace_ = std::move(loaded);
+      state_.store(static_cast<int>(LoadState::kReady), std::memory_order_release);
+    } else {
+      error_ = status;
+      state_.store(static_cast<int>(LoadState::kFailed), std::memory_order_release);
+    }
+  });
+}
+
+Status TimelineModel::load(const std::vector<std::string>& inputs) {
+  start_loading(inputs);
+  worker_.join();
+  return state() == LoadState::kReady ? Status::OK() : error_;
+}
+
+LoadProgress TimelineModel::progress() const {
+  LoadProgress p;
+  p.state = static_cast<LoadState>(state_.load(std::memory_order_acquire));
+  p.events_loaded = events_loaded_;
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  p.phase = phase_;
+  p.fraction = p.state == LoadState::kReady ? 1.0 : fraction_;
+  return p;
+}
+
+void TimelineModel::set_phase(std::string phase, double fraction) {
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  phase_ = std::move(phase);
+  fraction_ = std::clamp(fraction, 0.0, 1.0);
+}
+
+Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTrace* out) {
+  const auto started = std::chrono::steady_clock::now();
+  events_loaded_ = 0;
+  set_phase("opening", 0);
+  if (inputs.empty()) return Status(StatusCode::kInvalidArgument, "no trace file given");
+  if (Status s = out->reader.open(inputs); !s.ok()) return s;
+  int64_t expected = 0;
+  for (const RankInfo& info : out->reader.ranks()) expected += info.event_count;
+  expected = std::max<int64_t>(expected, 1);
+
+  const auto& infos = out->reader.ranks();
+  for (size_t r = 0; r < infos.size(); ++r) {
+    set_phase("rank " + std::to_string(r + 1) + " of " + std::to_string(infos.size()),
+              0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
+    RankTimeline rank;
+    rank.info = infos[r];
+    std::vector<Lane> lanes;
+    if (Status s = out->reader.lanes(rank.info.rank, &lanes); !s.ok()) return s;
+    std::map<TrackFamily, std::vector<LaneColumns>> by_family;
+    for (Lane lane : lanes) {
+      if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
+      LaneColumns columns;
+      if (Status s = out->reader.lane_columns(rank.info.rank, lane, &columns); !s.ok()) return s;
+      events_loaded_ += static_cast<int64_t>(columns.size());
+      set_phase(phase_, 0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
+      if (columns.size() > 0) by_family[track_family_of_lane(lane)].push_back(std::move(columns));
+    }
+    for (auto& [family, columns] : by_family) {
+      std::vector<const LaneColumns*> parts;
+      for (const LaneColumns& c : columns) parts.push_back(&c);
+      rank.tracks.push_back(build_track(family, parts));
+      columns.clear();
+      rank.event_count += static_cast<int64_t>(rank.tracks.back().size());
+      out->memory_bytes += rank.tracks.back().memory_bytes();
+    }
+    out->event_count += rank.event_count;
+    out->ranks.push_back(std::move(rank));
+  }
+
+  set_phase("analysing", 0.92);
+  bool any = false;
+  for (const RankTimeline& rank : out->ranks)
+    for (const Track& t : rank.tracks) {
+      if (t.size() == 0) continue;
+      out->begin_ns = any ? std::min(out->begin_ns, t.first_ns) : t.first_ns;
+      out->end_ns = any ? std::max(out->end_ns, t.last_ns) : t.last_ns;
+      any = true;
+    }
+  if (!any) out->begin_ns = 0, out->end_ns = 1;
+  if (out->end_ns <= out->begin_ns) out->end_ns = out->begin_ns + 1;
+  out->stragglers = analyze_stragglers(out->ranks);
+  set_phase("statistics", 0.96);
+  out->statistics = compute_kind_statistics(out->ranks);
+  out->load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  set_phase("ready", 1);
+  return Status::OK();
+}
+
+const Track& TimelineModel::track(const EventRef& ref) const {
+  return trace_->ranks[ref.rank_index].tracks[ref.track_index];
+}
+
+void TimelineModel::fold(uint32_t rank_index, uint32_t track_index, const FoldRequest& request,
+                         std::vector<FoldItem>* out) const {
+  fold_track(trace_->ranks[rank_index].tracks[track_index], request, out);
+}
+
+const StoredEvent* TimelineModel::event_detail(const EventRef& ref) {
+  if (detail_ref_ && *detail_ref_ == ref) return detail_ ? &*detail_ : nullptr;
+  detail_ref_ = ref;
+  detail_.reset();
+  const Track& t = track(ref);
+  const LaneColumns& e = t.events;
+  const size_t i = ref.event;
+  const int rank = trace_->ranks[ref.rank_index].info.rank;
+  std::vector<StoredEvent> found;
+  const int64_t start = e.start_ns[i];
+  if (!trace_->reader.events_in_window(rank, lane_of_kind(e.kind[i]), start, start, &found).ok())
+    return nullptr;
+  for (const StoredEvent& s : found)
+    if (s.event.start_ns == start && s.event.kind == e.kind[i] &&
+        s.event.seq_index == e.seq_index[i] && s.event.name_id == e.name_id[i] &&
+        s.event.bytes == e.bytes[i] && s.event.end_ns - s.event.start_ns == e.dur_ns(i)) {
+      detail_ = s;
+      break;
+    }
+  return detail_ ? &*detail_ : nullptr;
+}
+
+std::string_view TimelineModel::text(int32_t name_id) const {
+  return name_id < 0 ? std::string_view() : trace_->reader.text(name_id);
+}
+
+std::optional<int32_t> TimelineModel::find_name(std::string_view text) const {
+  const size_t count = trace_->reader.string_count();
+  for (int32_t id = 0; id <= static_cast<int32_t>(count) + 1; ++id)
+    if (trace_->reader.text(id) == text) return id;
+  return std::nullopt;
+}
+
+std::optional<CollectiveKey> TimelineModel::collective_of(const EventRef& ref) const {
+  const LaneColumns& e = track(ref).events;
+  if (e.cycle[ref.event] < 0 || e.seq_index[ref.event] < 0) return std::nullopt;
+  const CollectiveKey key{e.cycle[ref.event], e.seq_index[ref.event]};
+  // A FUSION_MEMBER / NEGOTIATE carries its own response's seq_index.
+  if (trace_->stragglers.find(key)) return key;
+  auto it = trace_->stragglers.member_of.find(key);
+  if (it != trace_->stragglers.member_of.end()) return it->second;
+  return std::nullopt;
+}
+
+}  // namespace ringscope::view

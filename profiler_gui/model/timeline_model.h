@@ -1,0 +1,106 @@
+// TimelineModel: the viewer's data, without ImGui. Loads a trace (every rank,
+// every lane) through TraceReader on a worker thread into compact per-track
+// columns, reports progress, then analyses it (stragglers, statistics) and
+// answers the drawing code's questions (fold, event details, names).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fold.h"
+#include "kind_statistics.h"
+#include "rank_timeline.h"
+#include "ringscope/status.h"
+#include "ringscope/trace_reader.h"
+#include "straggler_analysis.h"
+
+namespace ringscope::view {
+
+// States: kIdle -(start_loading/load)-> kLoading -(worker done)-> kReady or kFailed.
+enum class LoadState { kIdle, kLoading, kReady, kFailed };
+
+struct LoadProgress {
+  LoadState state = LoadState::kIdle;
+  double fraction = 0;  // 0..1
+  int64_t events_loaded = 0;
+  std::string phase;  // "opening", "rank 3 of 8", "analysing"
+};
+
+// One event in the loaded timeline.
+struct EventRef {
+  uint32_t rank_index = 0;   // into ranks()
+  uint32_t track_index = 0;  // into ranks()[rank_index].tracks
+  uint32_t event = 0;        // into that track's events
+  bool operator==(const EventRef& o) const {
+    return rank_index == o.rank_index && track_index == o.track_index && event == o.event;
+  }
+};
+
+// Everything a finished load produced; moved into the model at once.
+struct LoadedTrace {
+  TraceReader reader;
+  std::vector<RankTimeline> ranks;
+  StragglerReport stragglers;
+  std::vector<KindStatistics> statistics;
+  int64_t begin_ns = 0, end_ns = 1;  // earliest start, latest end over all ranks
+  int64_t event_count = 0;
+  size_t memory_bytes = 0;  // held by the tracks
+  double load_seconds = 0;
+};
+
+class TimelineModel {
+ public:
+  TimelineModel();
+  ~TimelineModel();  // stops and joins a running load
+  TimelineModel(const TimelineModel&) = delete;
+  TimelineModel& operator=(const TimelineModel&) = delete;
+
+  // Starts loading on a worker thread (inputs as TraceReader::open takes them).
+  void start_loading(std::vector<std::string> inputs);
+  // Loads on the calling thread; the same result as start_loading + waiting.
+  Status load(const std::vector<std::string>& inputs);
+  LoadProgress progress() const;  // any thread
+  LoadState state() const { return progress().state; }
+  const std::vector<std::string>& inputs() const { return inputs_; }
+  const Status& error() const { return error_; }  // kFailed: why
+
+  // Valid in kReady only.
+  const LoadedTrace& trace() const { return *trace_; }
+  const std::vector<RankTimeline>& ranks() const { return trace_->ranks; }
+  const Track& track(const EventRef& ref) const;
+  void fold(uint32_t rank_index, uint32_t track_index, const FoldRequest& request,
+            std::vector<FoldItem>* out) const;
+  // Every stored field of one event (peers, step, aux, ...), read back from
+  // the file on demand; the last answer is cached. nullptr if not found.
+  const StoredEvent* event_detail(const EventRef& ref);
+  std::string_view text(int32_t name_id) const;
+  // Name id of an exact text, if the trace has it.
+  std::optional<int32_t> find_name(std::string_view text) const;
+  // Collective (cycle, seq_index) an event belongs to, if it has both.
+  std::optional<CollectiveKey> collective_of(const EventRef& ref) const;
+
+ private:
+  Status load_into(const std::vector<std::string>& inputs, LoadedTrace* out);
+  void set_phase(std::string phase, double fraction);
+
+  std::vector<std::string> inputs_;
+  std::unique_ptr<LoadedTrace> trace_;
+  Status error_;
+  std::thread worker_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<int> state_{static_cast<int>(LoadState::kIdle)};
+  std::atomic<int64_t> events_loaded_{0};
+  mutable std::mutex progress_mutex_;  // guards phase_ and fraction_
+  std::string phase_;
+  double fraction_ = 0;
+  std::optional<EventRef> detail_ref_;
+  std::optional<StoredEvent> detail_;
+};
+
+}  // namespace ringscope::view

@@ -1,0 +1,59 @@
+// A display track: one rank's events of one activity family (one or more
+// trace lanes), packed into rows in which events never overlap, so the fold
+// can binary-search each row by end time. Built once at load; read-only after.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ringscope/trace_reader.h"
+
+namespace ringscope::view {
+
+// What a track shows; the viewer draws one track per family that has events.
+enum class TrackFamily : uint8_t {
+  kCycle,        // lane cycle
+  kNegotiation,  // lane negotiation
+  kFusion,       // lane fusion: FUSION groups, members, copies
+  kCollective,   // lanes collective + callback
+  kRing,         // lane ring: reduce-scatter / allgather / broadcast steps
+  kUser,         // lanes user + settings + autotune: step marks and knobs
+  kErrors,       // lane errors
+  kOther,        // kinds unknown to this build
+};
+inline constexpr int kTrackFamilyCount = 8;
+
+TrackFamily track_family_of_lane(Lane lane);
+const char* track_family_name(TrackFamily family);  // "negotiation", "fusion / copies", ...
+// Rows a family may use; events that overlap all of them share the last row.
+// An instant at the same time as a span's start counts as overlapping it.
+int track_max_rows(TrackFamily family);
+
+struct Track {
+  TrackFamily family = TrackFamily::kOther;
+  LaneColumns events;               // grouped by row; within a row sorted by start
+  std::vector<uint32_t> row_begin;  // row r holds events [row_begin[r], row_begin[r+1])
+  // Per row: empty when its events never overlap (so draw ends increase),
+  // else the running maximum of draw_end (only the shared last row can overlap).
+  std::vector<std::vector<int64_t>> row_end_envelope;
+  int64_t first_ns = 0, last_ns = 0;  // earliest start, latest draw end
+
+  size_t rows() const { return row_begin.empty() ? 0 : row_begin.size() - 1; }
+  size_t size() const { return events.size(); }
+  // End used for drawing: never before the start (a corrupt span may end earlier).
+  int64_t draw_end(size_t i) const;
+  // Largest draw end of the events of `row` up to and including i.
+  int64_t end_envelope(size_t row, size_t i) const;
+  size_t memory_bytes() const;
+};
+
+// Merges the lanes' events (each sorted by start), orders them by start and,
+// on ties, longest first (a FUSION above its copies), and packs them into at
+// most track_max_rows(family) rows.
+Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lanes);
+
+// Appends event i of `from` to `to` (all columns).
+void append_event(LaneColumns& to, const LaneColumns& from, size_t i);
+
+}  // namespace ringscope::view

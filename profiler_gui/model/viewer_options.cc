@@ -1,0 +1,97 @@
+// Parses ringscope-view's command line (see viewer_options.h).
+#include "viewer_options.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "time_format.h"
+
+namespace ringscope::view {
+
+const char* viewer_usage() {
+  return "usage: ringscope-view [options] TRACE...\n"
+         "  TRACE: a merged trace, per-rank files, a base path (runs/a.sqlite finds\n"
+         "         runs/a.rank*.sqlite) or a directory of per-rank files\n"
+         "options:\n"
+         "  --screenshot OUT.png   render headless (no window), write a PNG and exit\n"
+         "  --size WxH             image size for --screenshot (default 1600x900)\n"
+         "  --range T0:T1          visible time range from the first event, e.g. 10ms:12.5ms\n"
+         "                         (units ns, us, ms, s; a bare number is ns)\n"
+         "  --select NAME          select the first collective with tensor NAME in the range,\n"
+         "                         or CYCLE:SEQ\n"
+         "  --panel NAME           bottom panel: stragglers (default), statistics, run-info\n"
+         "  --frames N             frames rendered after loading before the screenshot (4)\n"
+         "  --layout-out FILE      with --screenshot: write where bands and panels were drawn\n"
+         "  -h, --help             this text\n";
+}
+
+bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
+                          std::string* error) {
+  auto value = [&](int& i, const std::string& flag) -> const char* {
+    if (i + 1 >= argc) {
+      *error = flag + " needs a value";
+      return nullptr;
+    }
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const char* v = nullptr;
+    if (arg == "-h" || arg == "--help") {
+      out->help = true;
+    } else if (arg == "--screenshot") {
+      if (!(v = value(i, arg))) return false;
+      out->screenshot_path = v;
+    } else if (arg == "--size") {
+      if (!(v = value(i, arg))) return false;
+      int w = 0, h = 0;
+      char extra = 0;
+      if (std::sscanf(v, "%dx%d%c", &w, &h, &extra) != 2 || w < 320 || h < 240 || w > 8192 ||
+          h > 8192) {
+        *error = "--size wants WxH between 320x240 and 8192x8192, got '" + std::string(v) + "'";
+        return false;
+      }
+      out->width = w, out->height = h;
+    } else if (arg == "--range") {
+      if (!(v = value(i, arg))) return false;
+      out->range = parse_time_range(v);
+      if (!out->range) {
+        *error =
+            "--range wants T0:T1 with T0 < T1 (e.g. 10ms:12.5ms), got '" + std::string(v) + "'";
+        return false;
+      }
+    } else if (arg == "--select") {
+      if (!(v = value(i, arg))) return false;
+      out->select = v;
+    } else if (arg == "--panel") {
+      if (!(v = value(i, arg))) return false;
+      out->panel = v;
+      if (out->panel != "stragglers" && out->panel != "statistics" && out->panel != "run-info") {
+        *error = "--panel wants stragglers, statistics or run-info, got '" + out->panel + "'";
+        return false;
+      }
+    } else if (arg == "--frames") {
+      if (!(v = value(i, arg))) return false;
+      out->frames = std::atoi(v);
+      if (out->frames < 1 || out->frames > 100000) {
+        *error = "--frames wants 1..100000";
+        return false;
+      }
+    } else if (arg == "--layout-out") {
+      if (!(v = value(i, arg))) return false;
+      out->layout_path = v;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      *error = "unknown option " + arg;
+      return false;
+    } else {
+      out->traces.push_back(arg);
+    }
+  }
+  if (!out->help && out->traces.empty()) {
+    *error = "no trace given";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,31 @@
+// Command line of ringscope-view: the traces to open and the headless
+// screenshot flags (--screenshot, --size, --range, --select, --panel).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringscope::view {
+
+struct ViewerOptions {
+  std::vector<std::string> traces;  // as TraceReader::open takes them
+  std::string screenshot_path;      // non-empty: render headless, write PNG, exit
+  int width = 1600, height = 900;
+  // Visible range, relative to the trace's first event.
+  std::optional<std::pair<int64_t, int64_t>> range;
+  std::string select;                // tensor name or "CYCLE:SEQ" of a collective to select
+  std::string panel = "stragglers";  // bottom panel: stragglers, statistics, run-info
+  std::string layout_path;           // headless: write band/panel rectangles here
+  int frames = 4;                    // headless: frames rendered after loading
+  bool help = false;
+};
+
+// Parses argv; on error returns false and sets *error.
+bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
+                          std::string* error);
+const char* viewer_usage();
+
+}  // namespace ringscope::view

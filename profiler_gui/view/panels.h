@@ -1,0 +1,71 @@
+// The drawing side of ringscope-view: one function per panel, each in its own
+// file (timeline_panel.cc, stragglers_panel.cc, ...). Panels read the model,
+// read and update ViewState, and draw with ImGui; they keep no other state
+// except the caches declared here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "imgui.h"
+#include "timeline_model.h"
+#include "view_state.h"
+
+namespace ringscope::view {
+
+// Where the last frame drew what (window pixels), for the headless render test.
+struct FrameLayout {
+  struct Band {
+    int rank = 0;
+    float y0 = 0, y1 = 0;                // whole band, clipped to the timeline
+    float header_y0 = 0, header_y1 = 0;  // rank label row
+    float label_x0 = 0, label_x1 = 0;
+  };
+  std::vector<Band> bands;
+  ImVec4 timeline_rect{0, 0, 0, 0};  // x0, y0, x1, y1
+  ImVec4 panel_rect{0, 0, 0, 0};
+  std::string panel;  // name of the bottom panel drawn
+};
+
+// Maps trace time to screen x within a rectangle of the timeline.
+struct TimeToScreen {
+  int64_t begin_ns = 0, end_ns = 1;
+  float x0 = 0, width = 1;
+  double px_per_ns() const { return width / static_cast<double>(end_ns - begin_ns); }
+  float x(int64_t t) const {
+    return x0 + static_cast<float>(static_cast<double>(t - begin_ns) * px_per_ns());
+  }
+  int64_t time(float px) const {
+    return begin_ns + static_cast<int64_t>(static_cast<double>(px - x0) / px_per_ns());
+  }
+};
+
+// Filtered, ordered rows of the stragglers table; rebuilt when the search
+// text changes.
+struct StragglersTableCache {
+  std::string filter;
+  bool valid = false;
+  std::vector<uint32_t> rows;  // indexes into StragglerReport::collectives
+};
+
+void draw_legend(const TimelineModel& model, ViewState& state);
+// Ticks and labels (times relative to origin_ns) across `map`, in a strip of height h at y.
+void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h, int64_t origin_ns);
+// Vertical grid lines matching the axis ticks, between y0 and y1.
+void draw_time_grid(ImDrawList* draw, const TimeToScreen& map, float y0, float y1,
+                    int64_t origin_ns);
+void draw_event_tooltip(TimelineModel& model, const HoveredItem& item);
+void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* layout);
+void draw_stragglers_panel(const TimelineModel& model, ViewState& state,
+                           StragglersTableCache* cache);
+void draw_statistics_panel(const TimelineModel& model, ViewState& state);
+void draw_run_info_panel(const TimelineModel& model);
+
+// View actions shared by panels and keys (view_actions.cc).
+void fit_all(const TimelineModel& model, ViewState& state);
+void zoom_at(const TimelineModel& model, ViewState& state, int64_t anchor_ns, double factor);
+void pan_by(const TimelineModel& model, ViewState& state, int64_t delta_ns);
+// Selects the collective and, unless it is already well visible, centres it.
+void focus_collective(const TimelineModel& model, ViewState& state, const CollectiveKey& key);
+
+}  // namespace ringscope::view

@@ -1,0 +1,317 @@
+// The timeline: a time axis, then one band per rank (a header row and one
+// track per activity family), each track folded first (model fold) and then
+// drawn. Wheel zooms at the cursor, dragging pans, a click selects; the
+// selected collective is highlighted on every rank with its readiness marks.
+#include <algorithm>
+#include <cmath>
+
+#include "palette.h"
+#include "panels.h"
+#include "time_format.h"
+
+namespace ringscope::view {
+namespace {
+
+constexpr float kGutterWidth = 150;
+constexpr float kAxisHeight = 24;
+constexpr float kHeaderHeight = 22;
+constexpr float kTrackGap = 2;
+constexpr float kBandGap = 4;
+// Rows shrink from the largest height towards the smallest so that every
+// rank fits without scrolling when it can; below that the bands scroll.
+constexpr float kMinRowHeight = 14, kMaxRowHeight = 19;
+
+float band_height(const RankTimeline& rank, bool collapsed, float row_h) {
+  float h = kHeaderHeight + kBandGap;
+  if (collapsed) return h;
+  for (const Track& t : rank.tracks) h += static_cast<float>(t.rows()) * row_h + kTrackGap;
+  return h;
+}
+
+float fitting_row_height(const std::vector<RankTimeline>& ranks, const std::vector<bool>& collapsed,
+                         float height) {
+  float fixed = 0, rows = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    fixed += band_height(ranks[r], true, 0);
+    if (collapsed[r]) continue;
+    for (const Track& t : ranks[r].tracks) rows += static_cast<float>(t.rows()), fixed += kTrackGap;
+  }
+  if (rows == 0) return kMaxRowHeight;
+  return std::clamp(std::floor((height - fixed) / rows), kMinRowHeight, kMaxRowHeight);
+}
+
+// The second font main() loads (smaller), or the current one.
+ImFont* label_font() {
+  ImFontAtlas* atlas = ImGui::GetIO().Fonts;
+  return atlas->Fonts.Size > 1 ? atlas->Fonts[1] : ImGui::GetFont();
+}
+
+bool is_instant(uint16_t kind) {
+  const EventKindInfo* info = event_kind_info(kind);
+  return info && !info->is_span;
+}
+
+// Everything one frame of the band drawing needs.
+struct BandPainter {
+  TimelineModel& model;
+  ViewState& state;
+  ImDrawList* draw;
+  TimeToScreen map;
+  ImVec2 mouse;
+  bool mouse_in_timeline;
+  const CollectiveReadiness* selected;  // nullptr: none
+  float row_h;
+  ImFont* label_font;
+  float header_text_x1 = 0;  // left edge of the header's right-aligned summary  // smaller font for
+                             // labels inside boxes
+  std::vector<FoldItem> items;
+
+  bool in_selected(const LaneColumns& e, size_t i) const {
+    if (!selected || e.cycle[i] != selected->key.cycle || e.seq_index[i] < 0) return false;
+    if (e.seq_index[i] == selected->key.seq_index) return true;
+    auto it = model.trace().stragglers.member_of.find({e.cycle[i], e.seq_index[i]});
+    return it != model.trace().stragglers.member_of.end() && it->second == selected->key;
+  }
+
+  void draw_item(const Track& track, const FoldItem& item, float row_y, const EventRef& ref) {
+    const LaneColumns& e = track.events;
+    const ImU32 color = kind_color(item.kind);
+    const float x0 = map.x0 + item.x0, x1 = map.x0 + item.x1;
+    const float y0 = row_y + 1, y1 = row_y + row_h - 1;
+    ImVec2 hit0(x0, y0), hit1(std::max(x1, x0 + 2), y1);
+    if (!item.folded() && is_instant(item.kind)) {
+      const float cx = std::floor(x0) + 0.5f;
+      draw->AddTriangleFilled(ImVec2(cx - 3.5f, y0), ImVec2(cx + 3.5f, y0), ImVec2(cx, y0 + 6),
+                              color);
+      draw->AddRectFilled(ImVec2(cx - 0.5f, y0), ImVec2(cx + 0.5f, y1), color);
+      hit0.x = cx - 4, hit1.x = cx + 4;
+    } else if (item.folded()) {
+      const ImU32 dim = (color & 0x00ffffff) | (150u << IM_COL32_A_SHIFT);
+      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(std::max(x1, x0 + 3), y1 - 2), dim);
+      const std::string count = format_count(item.count);
+      const ImVec2 ts = ImGui::CalcTextSize(count.c_str());
+      if (x1 - x0 > ts.x + 6)
+        draw->AddText(ImVec2((x0 + x1 - ts.x) / 2, y0 + (y1 - y0 - ts.y) / 2), colors::kText,
+                      count.c_str());
+    } else {
+      draw->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1.5f), y1), color);
+      // Label inside the box when at least the kind's label fits (small font).
+      const char* kind = kind_label(item.kind);
+      if (x1 - x0 > label_font->CalcTextSizeA(label_font->FontSize, 1e9f, 0, kind).x + 8) {
+        std::string label = kind;
+        if (item.kind == static_cast<uint16_t>(EventKind::kCycle))
+          label += " " + std::to_string(e.cycle[item.first]);
+        const std::string_view name = model.text(e.name_id[item.first]);
+        if (!name.empty()) label += "  " + std::string(name);
+        const float clip_x0 = std::max(x0, map.x0), clip_x1 = std::min(x1, map.x0 + map.width);
+        // Fine CPU clipping: no extra draw command per label.
+        const ImVec4 clip(clip_x0 + 3, y0, clip_x1 - 2, y1);
+        draw->AddText(label_font, label_font->FontSize,
+                      ImVec2(clip_x0 + 4, y0 + (y1 - y0 - label_font->FontSize) / 2),
+                      text_color_on(color), label.c_str(), nullptr, 0, &clip);
+      }
+    }
+    if (!item.folded() && in_selected(e, item.first))
+      draw->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(std::max(x1, x0 + 2) + 1, y1 + 1),
+                    colors::kHighlight, 0, 0, 2);
+    if (state.selected_event && *state.selected_event == ref && !item.folded())
+      draw->AddRect(ImVec2(x0 - 2, y0 - 2), ImVec2(std::max(x1, x0 + 2) + 2, y1 + 2),
+                    colors::kHover, 0, 0, 1.5f);
+    if (mouse_in_timeline && mouse.x >= hit0.x && mouse.x <= hit1.x && mouse.y >= hit0.y &&
+        mouse.y <= hit1.y)
+      state.hovered = HoveredItem{ref, item.count, track.draw_end(item.first + item.count - 1)};
+  }
+
+  // Readiness of the selected collective on this rank: a tick at the time the
+  // rank was ready, red with the lateness on the last rank; a bar in the
+  // highlight colour over the collective's span under the header.
+  void draw_selection_fill(size_t r, float band_y0, float band_y1) {
+    if (!selected || selected->rank_start_ns[r] < 0) return;
+    const float sx = map.x(selected->rank_start_ns[r]);
+    const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
+    draw->AddRectFilled(ImVec2(sx, band_y0 + kHeaderHeight), ImVec2(ex, band_y1 - kBandGap),
+                        colors::kHighlightFill);
+  }
+
+  void draw_selection_marks(size_t r, float band_y0, float band_y1) {
+    if (!selected || selected->rank_start_ns[r] < 0) return;
+    const float sx = map.x(selected->rank_start_ns[r]);
+    const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
+    const float header_y1 = band_y0 + kHeaderHeight;
+    draw->AddRectFilled(ImVec2(sx, header_y1 - 5), ImVec2(ex, header_y1 - 1), colors::kHighlight);
+    const int64_t ready = selected->ready_ns[r];
+    if (ready < 0) return;
+    const bool last = static_cast<int>(r) == selected->last_rank_index && selected->lateness_ns > 0;
+    const float rx = std::floor(map.x(ready)) + 0.5f;
+    const ImU32 c = last ? colors::kLate : colors::kReady;
+    draw->AddLine(ImVec2(rx, header_y1), ImVec2(rx, band_y1 - kBandGap), c, last ? 2.0f : 1.0f);
+    draw->AddTriangleFilled(ImVec2(rx - 5, header_y1), ImVec2(rx + 5, header_y1),
+                            ImVec2(rx, header_y1 + 6), c);
+    if (last) {
+      const std::string text = "last ready  +" + format_duration(selected->lateness_ns);
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      // Right of the pin unless that runs into the header's summary text.
+      ImVec2 at(rx + 8, band_y0 + (kHeaderHeight - size.y) / 2);
+      if (at.x + size.x + 10 > header_text_x1) at.x = rx - size.x - 8;
+      draw->AddRectFilled(ImVec2(at.x - 3, at.y - 1), ImVec2(at.x + size.x + 3, at.y + size.y + 1),
+                          colors::kBandHeader);
+      draw->AddText(at, colors::kLate, text.c_str());
+    }
+  }
+
+  void draw_header(const RankTimeline& rank, size_t r, float y0, float right) {
+    const float y1 = y0 + kHeaderHeight;
+    draw->AddRectFilled(ImVec2(map.x0 - kGutterWidth, y0), ImVec2(right, y1), colors::kBandHeader);
+    const bool collapsed = state.rank_collapsed[r];
+    const std::string label =
+        std::string(collapsed ? "> " : "v ") + "rank " + std::to_string(rank.info.rank);
+    const float ty = y0 + (kHeaderHeight - ImGui::GetFontSize()) / 2;
+    draw->AddText(ImVec2(map.x0 - kGutterWidth + 8, ty), colors::kText, label.c_str());
+    std::string info = rank.info.hostname + "  pid " + std::to_string(rank.info.pid) + "  " +
+                       format_count(rank.event_count) + " events";
+    if (rank.info.dropped_events > 0)
+      info += "  " + format_count(rank.info.dropped_events) + " dropped";
+    draw->AddText(ImVec2(map.x0 + 8, ty), colors::kTextDim, info.c_str());
+    const RankStragglerTotals& t = model.trace().stragglers.per_rank[r];
+    header_text_x1 = right;
+    if (t.times_last > 0) {
+      const std::string s = "last ready in " + format_count(t.times_last) + " of " +
+                            format_count(t.collectives) + " collectives, " +
+                            format_duration(t.lateness_caused_ns) + " caused";
+      const float w = ImGui::CalcTextSize(s.c_str()).x;
+      header_text_x1 = right - w - 10;
+      draw->AddText(ImVec2(header_text_x1, ty), colors::kLate, s.c_str());
+    }
+  }
+};
+
+void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& map,
+                  bool area_hovered, const std::optional<HoveredItem>& hovered) {
+  ImGuiIO& io = ImGui::GetIO();
+  const bool in_timeline = area_hovered && io.MousePos.x >= map.x0;
+  if (in_timeline && io.MouseWheel != 0 && !io.KeyShift)
+    zoom_at(model, state, map.time(io.MousePos.x), std::pow(0.8, io.MouseWheel));
+  if (in_timeline && (ImGui::IsMouseClicked(0) || ImGui::IsMouseClicked(1))) {
+    state.dragging = true;
+    state.drag_start_x = io.MousePos.x;
+    state.drag_start_begin_ns = state.view_begin_ns;
+    state.drag_start_end_ns = state.view_end_ns;
+  }
+  if (!state.dragging) return;
+  if (ImGui::IsMouseDown(0) || ImGui::IsMouseDown(1)) {
+    const int64_t shift = static_cast<int64_t>(
+        static_cast<double>(io.MousePos.x - state.drag_start_x) / map.px_per_ns());
+    state.view_begin_ns = state.drag_start_begin_ns - shift;
+    state.view_end_ns = state.drag_start_end_ns - shift;
+    return;
+  }
+  state.dragging = false;
+  if (std::fabs(io.MousePos.x - state.drag_start_x) >= 3 || !ImGui::IsMouseReleased(0)) return;
+  // A click: select the item under the cursor (and its collective), or clear.
+  state.view_begin_ns = state.drag_start_begin_ns, state.view_end_ns = state.drag_start_end_ns;
+  if (hovered && hovered->count == 1) {
+    state.selected_event = hovered->first;
+    state.selected_collective = model.collective_of(hovered->first);
+  } else {
+    state.selected_event.reset();
+    state.selected_collective.reset();
+  }
+}
+
+}  // namespace
+
+void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* layout) {
+  const auto& ranks = model.ranks();
+  state.rank_collapsed.resize(ranks.size(), false);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  TimeToScreen map{state.view_begin_ns, state.view_end_ns, origin.x + kGutterWidth,
+                   std::max(avail.x - kGutterWidth - ImGui::GetStyle().ScrollbarSize, 10.0f)};
+  ImDrawList* parent_draw = ImGui::GetWindowDrawList();
+  parent_draw->AddRectFilled(origin, ImVec2(map.x0, origin.y + kAxisHeight), colors::kGutter);
+  const std::string span = "view " + format_duration(map.end_ns - map.begin_ns);
+  parent_draw->AddText(ImVec2(origin.x + 8, origin.y + 4), colors::kTextDim, span.c_str());
+  draw_time_axis(parent_draw, map, origin.y, kAxisHeight, model.trace().begin_ns);
+  ImGui::Dummy(ImVec2(avail.x, kAxisHeight));
+  layout->timeline_rect = ImVec4(origin.x, origin.y, origin.x + avail.x, origin.y + avail.y);
+
+  ImGui::BeginChild("bands", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
+  ImGuiIO& io = ImGui::GetIO();
+  if (ImGui::IsWindowHovered() && io.KeyShift && io.MouseWheel != 0)
+    ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 3 * kMaxRowHeight);
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  const float view_y0 = ImGui::GetWindowPos().y, view_y1 = view_y0 + ImGui::GetWindowHeight();
+  const float right = map.x0 + map.width;
+  const bool area_hovered = ImGui::IsWindowHovered();
+  const CollectiveReadiness* selected =
+      state.selected_collective ? model.trace().stragglers.find(*state.selected_collective)
+                                : nullptr;
+  const float row_h = fitting_row_height(ranks, state.rank_collapsed, view_y1 - view_y0 - kBandGap);
+  BandPainter painter{
+      model,    state,       ImGui::GetWindowDrawList(),
+      map,      io.MousePos, area_hovered && !state.dragging && io.MousePos.x >= map.x0,
+      selected, row_h,       label_font(),
+      {}};
+  state.hovered.reset();
+  float y = top.y;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankTimeline& rank = ranks[r];
+    const float h = band_height(rank, state.rank_collapsed[r], row_h);
+    const float band_y1 = y + h;
+    if (band_y1 < view_y0 || y > view_y1) {
+      y = band_y1;
+      continue;
+    }
+    ImDrawList* draw = painter.draw;
+    draw->AddRectFilled(ImVec2(top.x, y), ImVec2(right, band_y1 - kBandGap),
+                        r % 2 ? colors::kBandOdd : colors::kBandEven);
+    draw->AddRectFilled(ImVec2(top.x, y), ImVec2(map.x0, band_y1 - kBandGap), colors::kGutter);
+    draw_time_grid(draw, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
+    painter.draw_header(rank, r, y, right);
+    if (area_hovered && ImGui::IsMouseClicked(0) && io.MousePos.y >= y &&
+        io.MousePos.y < y + kHeaderHeight && io.MousePos.x < map.x0)
+      state.rank_collapsed[r] = !state.rank_collapsed[r];
+    FrameLayout::Band band{rank.info.rank,
+                           std::max(y, view_y0),
+                           std::min(band_y1, view_y1),
+                           y,
+                           y + kHeaderHeight,
+                           top.x,
+                           map.x0};
+    layout->bands.push_back(band);
+    if (!state.rank_collapsed[r]) {
+      float ty = y + kHeaderHeight + kTrackGap;
+      draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
+      painter.draw_selection_fill(r, y, band_y1);
+      for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
+        const Track& track = rank.tracks[k];
+        const float th = static_cast<float>(track.rows()) * row_h;
+        if (ty + th >= view_y0 && ty <= view_y1) {
+          painter.items.clear();
+          model.fold(static_cast<uint32_t>(r), k, {map.begin_ns, map.end_ns, map.width, 3.0f},
+                     &painter.items);
+          for (const FoldItem& item : painter.items)
+            painter.draw_item(track, item, ty + item.row * row_h,
+                              EventRef{static_cast<uint32_t>(r), k, item.first});
+        }
+        draw->AddLine(ImVec2(map.x0, ty + th + 1), ImVec2(right, ty + th + 1), colors::kRowLine);
+        ty += th + kTrackGap;
+      }
+      painter.draw_selection_marks(r, y, band_y1);
+      draw->PopClipRect();
+      ty = y + kHeaderHeight + kTrackGap;
+      for (const Track& track : rank.tracks) {
+        draw->AddText(ImVec2(top.x + 18, ty + (row_h - ImGui::GetFontSize()) / 2), colors::kTextDim,
+                      track_family_name(track.family));
+        ty += static_cast<float>(track.rows()) * row_h + kTrackGap;
+      }
+    }
+    y = band_y1;
+  }
+  ImGui::Dummy(ImVec2(1, std::max(1.0f, y - top.y)));
+  handle_mouse(model, state, map, area_hovered, state.hovered);
+  if (state.hovered && !state.dragging) draw_event_tooltip(model, *state.hovered);
+  ImGui::EndChild();
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,58 @@
+// View actions shared by the timeline, the panels and the keyboard: fit,
+// zoom at a point, pan, focus a collective (see panels.h). They keep the
+// visible range inside sane bounds around the trace.
+#include <algorithm>
+
+#include "panels.h"
+
+namespace ringscope::view {
+namespace {
+
+constexpr int64_t kMinSpanNs = 50;
+
+void set_range(const TimelineModel& model, ViewState& state, int64_t begin, int64_t end) {
+  const int64_t total = model.trace().end_ns - model.trace().begin_ns;
+  const int64_t max_span = std::max<int64_t>(total * 4, kMinSpanNs);
+  int64_t span = std::clamp<int64_t>(end - begin, kMinSpanNs, max_span);
+  const int64_t lo = model.trace().begin_ns - total, hi = model.trace().end_ns + total;
+  begin = std::clamp(begin, lo - span, hi);
+  state.view_begin_ns = begin;
+  state.view_end_ns = begin + span;
+  state.view_initialized = true;
+}
+
+}  // namespace
+
+void fit_all(const TimelineModel& model, ViewState& state) {
+  const int64_t b = model.trace().begin_ns, e = model.trace().end_ns;
+  const int64_t margin = std::max<int64_t>(1, (e - b) / 50);
+  set_range(model, state, b - margin, e + margin);
+}
+
+void zoom_at(const TimelineModel& model, ViewState& state, int64_t anchor_ns, double factor) {
+  const double b = static_cast<double>(state.view_begin_ns - anchor_ns) * factor;
+  const double e = static_cast<double>(state.view_end_ns - anchor_ns) * factor;
+  if (e - b < kMinSpanNs) return;
+  set_range(model, state, anchor_ns + static_cast<int64_t>(b), anchor_ns + static_cast<int64_t>(e));
+}
+
+void pan_by(const TimelineModel& model, ViewState& state, int64_t delta_ns) {
+  set_range(model, state, state.view_begin_ns + delta_ns, state.view_end_ns + delta_ns);
+}
+
+void focus_collective(const TimelineModel& model, ViewState& state, const CollectiveKey& key) {
+  state.selected_collective = key;
+  const CollectiveReadiness* c = model.trace().stragglers.find(key);
+  if (!c) return;
+  // From the earliest readiness to the end of the collective, with margins.
+  int64_t begin = c->start_ns;
+  for (int64_t ready : c->ready_ns)
+    if (ready >= 0) begin = std::min(begin, ready);
+  const int64_t span = std::max<int64_t>(c->end_ns - begin, 1000);
+  const int64_t view_span = state.view_end_ns - state.view_begin_ns;
+  const bool visible = begin >= state.view_begin_ns && c->end_ns <= state.view_end_ns;
+  if (visible && span * 40 > view_span) return;  // already in view and not tiny
+  set_range(model, state, begin - span / 2, c->end_ns + span / 2);
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,48 @@
+// ViewState: everything the user has changed about what is shown, in one
+// struct: visible time range, selection, hover, open panel, search text and
+// the timeline's drag gesture. Drawing code reads and updates it; the model
+// never sees it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timeline_model.h"
+
+namespace ringscope::view {
+
+enum class BottomPanel { kStragglers, kStatistics, kRunInfo };
+
+struct HoveredItem {
+  EventRef first;      // first event of the item
+  uint32_t count = 1;  // > 1: a folded run
+  int64_t run_end_ns = 0;
+};
+
+struct ViewState {
+  // Visible time range, on rank 0's clock (the model's time base).
+  int64_t view_begin_ns = 0, view_end_ns = 1;
+  bool view_initialized = false;
+
+  std::optional<EventRef> selected_event;
+  std::optional<CollectiveKey> selected_collective;  // highlighted on every rank
+  std::optional<HoveredItem> hovered;                // this frame's, for the tooltip
+
+  BottomPanel panel = BottomPanel::kStragglers;
+  bool panel_needs_focus = true;  // select `panel`'s tab on the next frame
+  float bottom_panel_height = 200;
+  bool show_legend = true;
+  std::vector<bool> rank_collapsed;  // by rank index
+
+  char search_text[128] = "";  // filters the stragglers and statistics tables
+  int statistics_rank = -1;    // -1: all ranks together
+
+  // Timeline drag: pan anchored at the press.
+  bool dragging = false;
+  float drag_start_x = 0;
+  int64_t drag_start_begin_ns = 0, drag_start_end_ns = 0;
+};
+
+}  // namespace ringscope::view

@@ -1,0 +1,221 @@
+// Viewer: the window's layout (toolbar, legend, timeline, splitter, bottom
+// panel tabs), loading and error screens, keyboard controls, and applying
+// the command line's --range / --select / --panel once the trace is loaded.
+#include "viewer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "palette.h"
+#include "time_format.h"
+
+namespace ringscope::view {
+namespace {
+
+constexpr float kSplitterHeight = 6;
+
+BottomPanel panel_from_name(const std::string& name) {
+  if (name == "statistics") return BottomPanel::kStatistics;
+  if (name == "run-info") return BottomPanel::kRunInfo;
+  return BottomPanel::kStragglers;
+}
+
+// The first collective with tensor `name` (or "CYCLE:SEQ") starting at or
+// after `not_before`, else the first one at all.
+std::optional<CollectiveKey> find_collective(const TimelineModel& model, const std::string& name,
+                                             int64_t not_before) {
+  long long cycle = 0;
+  int seq = 0;
+  char extra = 0;
+  if (std::sscanf(name.c_str(), "%lld:%d%c", &cycle, &seq, &extra) == 2) {
+    const CollectiveKey key{cycle, seq};
+    if (model.trace().stragglers.find(key)) return key;
+    return std::nullopt;
+  }
+  const auto id = model.find_name(name);
+  if (!id) return std::nullopt;
+  std::optional<CollectiveKey> first;
+  for (const CollectiveReadiness& c : model.trace().stragglers.collectives) {
+    if (std::find(c.member_names.begin(), c.member_names.end(), *id) == c.member_names.end())
+      continue;
+    if (c.start_ns >= not_before) return c.key;
+    if (!first) first = c.key;
+  }
+  return first;
+}
+
+}  // namespace
+
+Viewer::Viewer(ViewerOptions options) : options_(std::move(options)) {
+  state_.panel = panel_from_name(options_.panel);
+  model_.start_loading(options_.traces);
+}
+
+std::string Viewer::problem() const {
+  if (model_.state() == LoadState::kFailed) return model_.error().to_string();
+  return select_error_;
+}
+
+void Viewer::apply_command_line() {
+  if (command_line_applied_) return;
+  command_line_applied_ = true;
+  fit_all(model_, state_);
+  if (options_.range) {
+    state_.view_begin_ns = model_.trace().begin_ns + options_.range->first;
+    state_.view_end_ns = model_.trace().begin_ns + options_.range->second;
+  }
+  if (!options_.select.empty()) {
+    const auto key = find_collective(model_, options_.select, state_.view_begin_ns);
+    if (key && options_.range)
+      state_.selected_collective = key;
+    else if (key)
+      focus_collective(model_, state_, *key);  // no range given: bring it into view
+    else
+      select_error_ = "--select: no collective with tensor or id '" + options_.select + "'";
+  }
+}
+
+void Viewer::handle_keys() {
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput) return;
+  const int64_t span = state_.view_end_ns - state_.view_begin_ns;
+  const int64_t center = state_.view_begin_ns + span / 2;
+  const double dt = std::min(io.DeltaTime, 0.1f);
+  if (ImGui::IsKeyDown('W')) zoom_at(model_, state_, center, std::exp(-3.0 * dt));
+  if (ImGui::IsKeyDown('S')) zoom_at(model_, state_, center, std::exp(3.0 * dt));
+  if (ImGui::IsKeyDown('A')) pan_by(model_, state_, -static_cast<int64_t>(span * 1.2 * dt));
+  if (ImGui::IsKeyDown('D')) pan_by(model_, state_, static_cast<int64_t>(span * 1.2 * dt));
+  if (ImGui::IsKeyPressed('F', false)) fit_all(model_, state_);
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
+    state_.selected_event.reset();
+    state_.selected_collective.reset();
+  }
+}
+
+void Viewer::draw_loading() {
+  const LoadProgress p = model_.progress();
+  const ImVec2 size = ImGui::GetContentRegionAvail();
+  ImGui::SetCursorPos(ImVec2(size.x * 0.25f, size.y * 0.4f));
+  ImGui::BeginGroup();
+  ImGui::Text("Loading %s", options_.traces.front().c_str());
+  ImGui::ProgressBar(static_cast<float>(p.fraction), ImVec2(size.x * 0.5f, 0));
+  ImGui::TextDisabled("%s, %s events", p.phase.c_str(), format_count(p.events_loaded).c_str());
+  ImGui::EndGroup();
+}
+
+void Viewer::draw_error() {
+  const ImVec2 size = ImGui::GetContentRegionAvail();
+  ImGui::SetCursorPos(ImVec2(40, size.y * 0.3f));
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  ImGui::BeginGroup();
+  ImGui::Indent(16);
+  ImGui::TextColored(to_vec4(colors::kLate), "Could not open the trace");
+  ImGui::Spacing();
+  ImGui::PushTextWrapPos(size.x - 40);
+  ImGui::TextUnformatted(model_.error().to_string().c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Spacing();
+  for (const std::string& f : options_.traces) ImGui::TextDisabled("input: %s", f.c_str());
+  ImGui::Unindent(16);
+  ImGui::EndGroup();
+  // A red accent bar beside the message.
+  ImGui::GetWindowDrawList()->AddRectFilled(top, ImVec2(top.x + 4, ImGui::GetItemRectMax().y),
+                                            colors::kLate);
+}
+
+void Viewer::draw_toolbar() {
+  const LoadedTrace& trace = model_.trace();
+  ImGui::TextUnformatted("ringscope-view");
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s  |  %zu ranks  |  %s events  |  %s", options_.traces.front().c_str(),
+                      trace.ranks.size(), format_count(trace.event_count).c_str(),
+                      format_duration(trace.end_ns - trace.begin_ns).c_str());
+  const float right = ImGui::GetWindowContentRegionMax().x;
+  ImGui::SameLine(right - 420);
+  ImGui::SetNextItemWidth(240);
+  ImGui::InputTextWithHint("##search", "filter tensors / kinds", state_.search_text,
+                           sizeof(state_.search_text));
+  ImGui::SameLine();
+  if (ImGui::Button("Fit (F)")) fit_all(model_, state_);
+  ImGui::SameLine();
+  ImGui::Checkbox("legend", &state_.show_legend);
+  ImGui::SameLine();
+  ImGui::TextDisabled("(?)");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "wheel or W/S: zoom at the cursor / centre\n"
+        "drag (left or right button) or A/D: pan\n"
+        "shift+wheel: scroll ranks   F: fit all   Esc: clear selection\n"
+        "click an event: select it and highlight its collective on every rank\n"
+        "click a rank's name: collapse or expand it");
+}
+
+void Viewer::draw_bottom_panel(float height) {
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  layout_.panel_rect = ImVec4(p0.x, p0.y, p0.x + ImGui::GetContentRegionAvail().x, p0.y + height);
+  ImGui::BeginChild("bottom", ImVec2(0, height));
+  if (ImGui::BeginTabBar("panels")) {
+    struct Tab {
+      BottomPanel panel;
+      const char* title;
+      const char* name;
+    };
+    for (const Tab& tab : {Tab{BottomPanel::kStragglers, "Stragglers", "stragglers"},
+                           Tab{BottomPanel::kStatistics, "Statistics", "statistics"},
+                           Tab{BottomPanel::kRunInfo, "Run info", "run-info"}}) {
+      const ImGuiTabItemFlags flags =
+          state_.panel_needs_focus && state_.panel == tab.panel ? ImGuiTabItemFlags_SetSelected : 0;
+      if (!ImGui::BeginTabItem(tab.title, nullptr, flags)) continue;
+      if (!state_.panel_needs_focus) state_.panel = tab.panel;
+      layout_.panel = tab.name;
+      if (tab.panel == BottomPanel::kStragglers)
+        draw_stragglers_panel(model_, state_, &stragglers_cache_);
+      else if (tab.panel == BottomPanel::kStatistics)
+        draw_statistics_panel(model_, state_);
+      else
+        draw_run_info_panel(model_);
+      ImGui::EndTabItem();
+    }
+    state_.panel_needs_focus = false;
+    ImGui::EndTabBar();
+  }
+  ImGui::EndChild();
+}
+
+void Viewer::draw_frame() {
+  const ImGuiIO& io = ImGui::GetIO();
+  layout_ = FrameLayout();
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(io.DisplaySize);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                 ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+  ImGui::Begin("ringscope-view", nullptr, flags);
+  const LoadState load = model_.state();
+  if (load == LoadState::kLoading || load == LoadState::kIdle) {
+    draw_loading();
+  } else if (load == LoadState::kFailed) {
+    draw_error();
+  } else {
+    apply_command_line();
+    handle_keys();
+    draw_toolbar();
+    draw_legend(model_, state_);
+    const float avail = ImGui::GetContentRegionAvail().y;
+    state_.bottom_panel_height = std::clamp(state_.bottom_panel_height, 80.0f, avail - 120);
+    const float timeline_h = avail - state_.bottom_panel_height - kSplitterHeight;
+    ImGui::BeginChild("timeline", ImVec2(0, timeline_h), false,
+                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    draw_timeline_panel(model_, state_, &layout_);
+    ImGui::EndChild();
+    ImGui::InvisibleButton("splitter", ImVec2(-1, kSplitterHeight));
+    if (ImGui::IsItemActive()) state_.bottom_panel_height -= io.MouseDelta.y;
+    if (ImGui::IsItemHovered() || ImGui::IsItemActive())
+      ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeNS);
+    draw_bottom_panel(state_.bottom_panel_height);
+  }
+  ImGui::End();
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,161 @@
+// The timeline fold and track packing: the fold equals a plain one-event-at-
+// a-time reference, its output is bounded by the screen width however many
+// events are visible, and rows never hold overlapping events.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "fold.h"
+#include "track.h"
+
+using namespace ringscope;
+using namespace ringscope::view;
+
+namespace {
+
+void push(LaneColumns& c, uint16_t kind, int64_t start, int64_t dur) {
+  LaneColumns one;
+  one.start_ns = {start};
+  one.dur_ns_u32 = {static_cast<uint32_t>(dur)};
+  one.cycle = {-1}, one.bytes = {0}, one.name_id = {-1}, one.seq_index = {-1}, one.kind = {kind};
+  append_event(c, one, 0);
+}
+
+constexpr uint16_t kCycleKind = static_cast<uint16_t>(EventKind::kCycle);
+
+// Non-overlapping events: random gaps, a mix of narrow and wide durations.
+LaneColumns random_row(std::mt19937_64& rng, size_t n) {
+  LaneColumns c;
+  std::exponential_distribution<double> gap(1.0 / 200), narrow(1.0 / 20), wide(1.0 / 5000);
+  std::bernoulli_distribution is_wide(0.1);
+  int64_t t = 0;
+  for (size_t i = 0; i < n; ++i) {
+    t += 1 + static_cast<int64_t>(gap(rng));  // distinct starts: no ties, no overlap
+    const int64_t dur = static_cast<int64_t>(is_wide(rng) ? wide(rng) : narrow(rng));
+    push(c, kCycleKind, t, dur);
+    t += dur;
+  }
+  return c;
+}
+
+struct Expected {
+  uint32_t first, count;
+};
+
+// One event at a time: a narrow event starts a run that absorbs each next
+// event while it is narrow, starts less than min_ns after the run's end and
+// the run has not passed the view's end.
+std::vector<Expected> reference_fold(const Track& t, const FoldRequest& r) {
+  const double px_per_ns = r.width_px / static_cast<double>(r.end_ns - r.begin_ns);
+  const int64_t min_ns =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(r.min_px / px_per_ns)));
+  std::vector<Expected> out;
+  size_t i = 0;
+  const size_t n = t.size();
+  while (i < n && t.draw_end(i) < r.begin_ns) ++i;
+  while (i < n && t.events.start_ns[i] <= r.end_ns) {
+    int64_t run_end = t.draw_end(i);
+    size_t j = i + 1;
+    if (run_end - t.events.start_ns[i] < min_ns)
+      while (j < n && run_end <= r.end_ns && t.draw_end(j) - t.events.start_ns[j] < min_ns &&
+             t.events.start_ns[j] - run_end < min_ns)
+        run_end = std::max(run_end, t.draw_end(j++));
+    out.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j - i)});
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fold equals the one-event-at-a-time reference", "[fold]") {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{97}, size_t{20'000}}) {
+    LaneColumns row = random_row(rng, n);
+    const Track track = build_track(TrackFamily::kCycle, {&row});
+    REQUIRE(track.rows() == (n ? 1u : 0u));
+    REQUIRE(track.size() == n);
+    const int64_t total = n ? track.last_ns - track.first_ns : 1000;
+    std::uniform_int_distribution<int64_t> pick(-total / 10, total);
+    for (int trial = 0; trial < 60; ++trial) {
+      int64_t a = pick(rng), b = pick(rng);
+      if (a == b) continue;
+      if (a > b) std::swap(a, b);
+      FoldRequest request{a, b, static_cast<float>(200 + trial * 37), 3.0f};
+      std::vector<FoldItem> items;
+      fold_track(track, request, &items);
+      const std::vector<Expected> expected = reference_fold(track, request);
+      REQUIRE(items.size() == expected.size());
+      for (size_t k = 0; k < items.size(); ++k) {
+        CHECK(items[k].first == expected[k].first);
+        CHECK(items[k].count == expected[k].count);
+        CHECK(items[k].x0 <= items[k].x1);
+      }
+    }
+  }
+}
+
+TEST_CASE("fold output is bounded by the screen, not by the event count", "[fold]") {
+  LaneColumns row;
+  const size_t n = 2'000'000;
+  for (size_t i = 0; i < n; ++i) push(row, kCycleKind, static_cast<int64_t>(i) * 15, 10);
+  const Track track = build_track(TrackFamily::kCycle, {&row});
+  const float width = 1500;
+  std::vector<FoldItem> items;
+  const auto start = std::chrono::steady_clock::now();
+  fold_track(track, {track.first_ns, track.last_ns, width, 3.0f}, &items);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK(items.size() <= static_cast<size_t>(width / 3) + 2);
+  uint64_t covered = 0;
+  for (const FoldItem& item : items) covered += item.count;
+  CHECK(covered == n);  // every visible event is in exactly one item
+  CHECK(ms < 50);       // ~500 binary searches, not 2 M steps
+  // Deep zoom: one item per event, at its own pixel position.
+  items.clear();
+  fold_track(track, {15'000, 15'000 + 150, 1500, 3.0f}, &items);
+  REQUIRE(items.size() == 11);  // events 1000..1010 overlap [15000, 15150]
+  CHECK(items[0].count == 1);
+  CHECK(items[0].x0 == Approx(0.0f));
+  CHECK(items[0].x1 == Approx(100.0f));
+  CHECK(items[1].x0 == Approx(150.0f));
+}
+
+TEST_CASE("overlapping events share the last row and still fold by the screen", "[fold]") {
+  // 100 concurrent negotiations per burst (a real step enqueues many tensors),
+  // more than the 2 rows the negotiation track has.
+  LaneColumns lane;
+  const uint16_t negotiate = static_cast<uint16_t>(EventKind::kNegotiate);
+  for (int burst = 0; burst < 2000; ++burst)
+    for (int k = 0; k < 100; ++k)
+      push(lane, negotiate, burst * 100'000 + k * 300, 50'000 - k * 300);
+  const Track track = build_track(TrackFamily::kNegotiation, {&lane});
+  REQUIRE(track.rows() == 2);
+  CHECK(track.row_end_envelope[0].empty());
+  CHECK_FALSE(track.row_end_envelope[1].empty());
+  // Rows below the last never overlap.
+  for (size_t r = 0; r + 1 < track.rows(); ++r)
+    for (size_t i = track.row_begin[r] + 1; i < track.row_begin[r + 1]; ++i)
+      CHECK(track.events.start_ns[i] >= track.draw_end(i - 1));
+  std::vector<FoldItem> items;
+  const float width = 1200;
+  fold_track(track, {track.first_ns, track.last_ns, width, 3.0f}, &items);
+  uint64_t covered = 0;
+  for (const FoldItem& item : items) covered += item.count;
+  CHECK(covered == track.size());
+  CHECK(items.size() <= 2 * (static_cast<size_t>(width / 3) + 2));
+}
+
+TEST_CASE("on equal starts the longer event takes the upper row", "[fold]") {
+  LaneColumns fusion;
+  push(fusion, static_cast<uint16_t>(EventKind::kMemcpyIn), 1000, 90);
+  push(fusion, static_cast<uint16_t>(EventKind::kFusion), 1000, 500);
+  push(fusion, static_cast<uint16_t>(EventKind::kMemcpyOut), 1400, 90);
+  const Track track = build_track(TrackFamily::kFusion, {&fusion});
+  REQUIRE(track.rows() == 2);
+  CHECK(track.events.kind[0] == static_cast<uint16_t>(EventKind::kFusion));
+  CHECK(track.row_begin[1] == 1);  // both copies in row 1
+  CHECK(track.first_ns == 1000);
+  CHECK(track.last_ns == 1500);
+}

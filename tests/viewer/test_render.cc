@@ -1,0 +1,228 @@
+// Headless render tests: run `ringscope-view --screenshot` (EGL surfaceless,
+// no X) on a generated np=4 trace and check the pixels: one band per rank
+// with its label, the selected collective's highlight in every band, the
+// straggler (rank 2) marked only in its own band, the stragglers panel drawn;
+// and a corrupt file exits non-zero with a message instead of crashing.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "stb_image.h"
+#include "trace_test_util.h"
+
+using namespace ringscope;
+
+namespace {
+
+struct Run {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string output;
+};
+
+Run run_viewer(const std::string& args) {
+  const std::string command = std::string(RINGSCOPE_VIEW_BIN) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  Run run;
+  std::array<char, 4096> chunk;
+  size_t n;
+  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) run.output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+struct Band {
+  int rank;
+  float y0, y1, header_y0, header_y1, label_x0, label_x1;
+};
+struct Layout {
+  int width = 0, height = 0;
+  std::array<int, 3> background{};
+  std::string panel;
+  float panel_rect[4] = {};
+  float timeline_rect[4] = {};
+  std::vector<Band> bands;
+};
+
+Layout read_layout(const std::string& path) {
+  Layout l;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    std::string key;
+    s >> key;
+    if (key == "image") s >> l.width >> l.height;
+    if (key == "background") s >> l.background[0] >> l.background[1] >> l.background[2];
+    if (key == "timeline")
+      s >> l.timeline_rect[0] >> l.timeline_rect[1] >> l.timeline_rect[2] >> l.timeline_rect[3];
+    if (key == "panel")
+      s >> l.panel >> l.panel_rect[0] >> l.panel_rect[1] >> l.panel_rect[2] >> l.panel_rect[3];
+    if (key == "band") {
+      Band b;
+      s >> b.rank >> b.y0 >> b.y1 >> b.header_y0 >> b.header_y1 >> b.label_x0 >> b.label_x1;
+      l.bands.push_back(b);
+    }
+  }
+  return l;
+}
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<uint8_t> rgba;
+  const uint8_t* at(int x, int y) const { return &rgba[(static_cast<size_t>(y) * w + x) * 4]; }
+  bool is(int x, int y, std::array<int, 3> c, int tolerance = 3) const {
+    const uint8_t* p = at(x, y);
+    return std::abs(p[0] - c[0]) <= tolerance && std::abs(p[1] - c[1]) <= tolerance &&
+           std::abs(p[2] - c[2]) <= tolerance;
+  }
+  // Pixels of colour c in rows [y0, y1) and columns [x0, x1).
+  int count(std::array<int, 3> c, float x0, float y0, float x1, float y1) const {
+    int n = 0;
+    for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
+      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) n += is(x, y, c);
+    return n;
+  }
+  // Bright pixels (text) in a rectangle.
+  int bright(float x0, float y0, float x1, float y1) const {
+    int n = 0;
+    for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
+      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) {
+        const uint8_t* p = at(x, y);
+        n += p[0] + p[1] + p[2] > 3 * 150;
+      }
+    return n;
+  }
+};
+
+Image load_png(const std::string& path) {
+  // RINGSCOPE_VIEWER_TEST_SHOTS=DIR keeps a copy of every screenshot to look at.
+  if (const char* keep = std::getenv("RINGSCOPE_VIEWER_TEST_SHOTS"))
+    std::filesystem::copy_file(
+        path, std::string(keep) + "/" + std::filesystem::path(path).filename().string(),
+        std::filesystem::copy_options::overwrite_existing);
+  Image img;
+  int channels = 0;
+  uint8_t* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
+  REQUIRE(data != nullptr);
+  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
+  stbi_image_free(data);
+  return img;
+}
+
+// Colours from view/palette.h that the checks look for.
+constexpr std::array<int, 3> kHighlight{255, 214, 10};
+constexpr std::array<int, 3> kLate{255, 64, 80};
+constexpr std::array<int, 3> kAllreduce{58, 134, 255};
+
+std::string write_run(const test::TempDir& dir) {
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 8;
+  run.straggler_rank = 2;
+  run.offset_start_per_rank_ns = 0;
+  run.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("run.sqlite"), run);
+  return dir.file("run.sqlite");
+}
+
+}  // namespace
+
+TEST_CASE("screenshot of an np=4 trace: bands, selection on every rank, panel", "[render]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir);
+  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
+  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --range 0.8ms:3.2ms" +
+                             " --select grad/layer0/w0 --panel stragglers --layout-out " +
+                             layout_path + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  REQUIRE(img.w == 1600);
+  REQUIRE(img.h == 900);
+  REQUIRE(layout.width == 1600);
+
+  // One band per rank, in order, stacked inside the timeline.
+  REQUIRE(layout.bands.size() == 4);
+  for (int r = 0; r < 4; ++r) {
+    const Band& b = layout.bands[r];
+    INFO("rank " << r);
+    CHECK(b.rank == r);
+    CHECK(b.y0 >= layout.timeline_rect[1]);
+    CHECK(b.y1 <= layout.timeline_rect[3] + 1);
+    if (r > 0) CHECK(b.y0 >= layout.bands[r - 1].y1);
+    // Its label ("v rank N") is drawn: bright text pixels in the label cell.
+    CHECK(img.bright(b.label_x0, b.header_y0, b.label_x1, b.header_y1) > 30);
+    // Its events are drawn: allreduce boxes in the band.
+    CHECK(img.count(kAllreduce, b.label_x1, b.y0, float(img.w), b.y1) > 100);
+    // The selected collective is highlighted in every band.
+    CHECK(img.count(kHighlight, b.label_x1, b.y0, float(img.w), b.y1) > 50);
+    // Only the straggler's band carries the "last ready" mark.
+    const int late = img.count(kLate, b.label_x1, b.y0, float(img.w), b.y1);
+    if (r == 2)
+      CHECK(late > 20);
+    else
+      CHECK(late == 0);
+  }
+  // The highlight colour appears nowhere outside the bands.
+  int outside = img.count(kHighlight, 0, 0, float(img.w), layout.bands.front().y0) +
+                img.count(kHighlight, 0, layout.bands.back().y1, float(img.w), float(img.h));
+  CHECK(outside == 0);
+
+  // The stragglers panel: many lines of text below the timeline.
+  CHECK(layout.panel == "stragglers");
+  const float* p = layout.panel_rect;
+  CHECK(p[1] >= layout.bands.back().y1);
+  CHECK(img.bright(p[0], p[1], p[2], p[3]) > 3000);
+  int text_rows = 0;
+  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
+    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
+  CHECK(text_rows > 60);  // table rows, not a blank panel
+}
+
+TEST_CASE("screenshot with another panel and no selection", "[render]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir);
+  const std::string png = dir.file("stats.png"), layout_path = dir.file("layout.txt");
+  const Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel statistics " +
+                             "--layout-out " + layout_path + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  CHECK(layout.panel == "statistics");
+  CHECK(img.count(kHighlight, 0, 0, float(img.w), float(img.h)) == 0);
+  CHECK(img.bright(layout.panel_rect[0], layout.panel_rect[1], layout.panel_rect[2],
+                   layout.panel_rect[3]) > 2000);
+}
+
+TEST_CASE("corrupt or unknown inputs exit non-zero with a message", "[render][corrupt]") {
+  test::TempDir dir;
+  std::ofstream(dir.file("garbage.sqlite"), std::ios::binary) << std::string(5000, '\x33');
+  const std::string png = dir.file("err.png");
+  Run run = run_viewer("--screenshot " + png + " " + dir.file("garbage.sqlite"));
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("not a SQLite database") != std::string::npos);
+  // The error screen itself is rendered (a window, not a crash).
+  const Image img = load_png(png);
+  CHECK(img.count(kLate, 0, 0, float(img.w), float(img.h)) > 20);
+
+  run = run_viewer("--screenshot " + png + " " + dir.file("missing.sqlite"));
+  CHECK(run.exit_code == 1);
+  const std::string trace = write_run(dir);
+  run = run_viewer("--screenshot " + png + " --select no/such/tensor " + trace);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("no/such/tensor") != std::string::npos);
+  run = run_viewer("--screenshot " + png + " --size big " + trace);
+  CHECK(run.exit_code == 2);
+}

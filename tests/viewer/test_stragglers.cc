@@ -1,0 +1,102 @@
+// Straggler analysis and per-kind statistics on synthetic np=4 runs where the
+// answer is known: rank 2 enqueues every tensor 200 µs late.
+#include <catch2/catch.hpp>
+
+#include "timeline_model.h"
+#include "trace_test_util.h"
+
+using namespace ringscope;
+using namespace ringscope::view;
+
+namespace {
+
+TimelineModel& load(TimelineModel& model, const test::TempDir& dir, int straggler) {
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 10;
+  run.collectives_per_cycle = 2;
+  run.tensors_per_collective = 3;
+  run.straggler_rank = straggler;
+  run.offset_start_per_rank_ns = 0;  // clocks aligned: lateness is the injected delay
+  run.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("run.sqlite"), run);
+  REQUIRE(model.load({dir.file("run.sqlite")}).ok());
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("np=4 with rank 2 late by 200 us: every collective blames rank 2", "[stragglers]") {
+  test::TempDir dir;
+  TimelineModel model;
+  const StragglerReport& report = load(model, dir, 2).trace().stragglers;
+  REQUIRE(report.collectives.size() == 20);  // 10 cycles x 2 fused allreduces
+  for (const CollectiveReadiness& c : report.collectives) {
+    INFO("collective " << c.key.cycle << ":" << c.key.seq_index);
+    CHECK(c.kind == static_cast<uint16_t>(EventKind::kAllreduce));
+    REQUIRE(c.last_rank_index == 2);
+    CHECK(model.ranks()[c.last_rank_index].info.rank == 2);
+    CHECK(c.first_rank_index == 0);  // ties go to the lowest rank
+    CHECK(c.lateness_ns == 200'000);
+    CHECK(c.member_names.size() == 3);  // the fused group's tensors
+    for (int r = 0; r < 4; ++r) CHECK(c.rank_start_ns[r] >= 0);
+    // Readiness is the latest member's enqueue: the third tensor, 20 µs in.
+    CHECK(c.ready_ns[0] == c.ready_ns[1]);
+    CHECK(c.ready_ns[2] - c.ready_ns[0] == 200'000);
+  }
+  REQUIRE(report.per_rank.size() == 4);
+  for (const RankStragglerTotals& t : report.per_rank) {
+    CHECK(t.collectives == 20);
+    CHECK(t.times_last == (t.rank == 2 ? 20 : 0));
+    CHECK(t.lateness_caused_ns == (t.rank == 2 ? 20 * 200'000 : 0));
+    CHECK(t.waited_ns == (t.rank == 2 ? 0 : 20 * 200'000));
+  }
+  CHECK(report.collectives[report.by_lateness.front()].lateness_ns == 200'000);
+  // Members map to their group: seq 4 is in the group that starts at 3.
+  const CollectiveKey first = report.collectives.front().key;
+  CHECK(report.member_of.at({first.cycle, 1}) == first);
+}
+
+TEST_CASE("no straggler: zero lateness and nobody blamed", "[stragglers]") {
+  test::TempDir dir;
+  TimelineModel model;
+  const StragglerReport& report = load(model, dir, -1).trace().stragglers;
+  REQUIRE_FALSE(report.collectives.empty());
+  for (const CollectiveReadiness& c : report.collectives) CHECK(c.lateness_ns == 0);
+  for (const RankStragglerTotals& t : report.per_rank) {
+    CHECK(t.times_last == 0);
+    CHECK(t.waited_ns == 0);
+  }
+}
+
+TEST_CASE("statistics per kind and rank: count, total, mean, p50, p99", "[statistics]") {
+  test::TempDir dir;
+  TimelineModel model;
+  load(model, dir, 2);
+  const auto& stats = model.trace().statistics;
+  const uint16_t ring_rs = static_cast<uint16_t>(EventKind::kRingReduceScatter);
+  const uint16_t enqueue = static_cast<uint16_t>(EventKind::kEnqueue);
+  int seen = 0;
+  for (const KindStatistics& s : stats) {
+    if (s.kind == ring_rs) {
+      // n-1 = 3 reduce-scatter steps of 45 µs per collective, 20 collectives.
+      CHECK(s.count == (s.rank < 0 ? 4 : 1) * 60);
+      CHECK(s.total_ns == s.count * 45'000);
+      CHECK(s.mean_ns == 45'000);
+      CHECK(s.p50_ns == 45'000);
+      CHECK(s.p99_ns == 45'000);
+      ++seen;
+    }
+    if (s.kind == enqueue) CHECK_FALSE(s.is_span);
+  }
+  CHECK(seen == 5);                 // all ranks + 4 ranks
+  CHECK(stats.front().rank == -1);  // all-ranks rows first
+  // NEGOTIATE of rank 2 is 200 µs shorter than elsewhere (same decision time).
+  int64_t p50_rank0 = 0, p50_rank2 = 0;
+  for (const KindStatistics& s : stats)
+    if (s.kind == static_cast<uint16_t>(EventKind::kNegotiate)) {
+      if (s.rank == 0) p50_rank0 = s.p50_ns;
+      if (s.rank == 2) p50_rank2 = s.p50_ns;
+    }
+  CHECK(p50_rank0 - p50_rank2 == 200'000);
+}
