@@ -1,6 +1,10 @@
 // The TraceWriter's writer thread: drains every per-thread buffer into the
 // events table with one prepared statement inside batched transactions,
 // commits at least every commit_interval_ms, and sleeps when idle.
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
 
@@ -135,6 +139,10 @@ Status TraceWriter::Impl::write_side_tables(bool force) {
 
 void TraceWriter::Impl::writer_loop() {
   using namespace std::chrono;
+  // Below training's priority: on a busy machine the writer drains during
+  // the gaps (buffers hold minutes of events) instead of taking CPU from the
+  // ring. Linux nice is per thread; failure only means normal priority.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   const auto commit_interval = milliseconds(options.commit_interval_ms);
   for (;;) {
     const bool stop = stopping.load(std::memory_order_acquire);
