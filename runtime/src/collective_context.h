@@ -28,8 +28,10 @@ struct CollectiveContext {
   Transport* transport = nullptr;
   double timeout_seconds = 300.0;  // per wait: no progress for this long fails
   HostBuffer* scratch = nullptr;   // grow-only scratch (ring receive space)
-  size_t min_segment_bytes = 64 << 10;
-  size_t max_segment_bytes = 1 << 20;
+  // Segment bounds, measured with bench/allreduce_bench --segment-min/-max:
+  // smaller segments overlap more but pay a rendezvous per message.
+  size_t min_segment_bytes = 512 << 10;
+  size_t max_segment_bytes = 2 << 20;
   Recorder* recorder = nullptr;  // null = not tracing
   int64_t cycle = -1;
   int32_t seq_index = -1;
