@@ -125,4 +125,17 @@ def broadcast_variables_makes_ranks_identical():
     assert v[0].numpy().tolist() == [N - 1.0] * 3 and int(v[1].numpy()) == N - 1
 
 
+@test
+def topology_ops_in_and_out_of_tf_function():
+    assert int(hvd.size_op()) == N and int(hvd.rank_op()) == R
+    assert int(hvd.local_size_op()) == hvd.local_size()
+    assert int(hvd.local_rank_op()) == hvd.local_rank()
+
+    @tf.function
+    def scaled():
+        return tf.cast(hvd.rank_op(), tf.float32) / tf.cast(hvd.size_op(), tf.float32)
+
+    assert abs(float(scaled()) - R / N) < 1e-6
+
+
 finish()

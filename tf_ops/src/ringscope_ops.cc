@@ -18,14 +18,29 @@ namespace {
 
 bool to_ringscope_dtype(tf::DataType t, ringscope::DataType* out) {
   switch (t) {
-    case tf::DT_UINT8: *out = ringscope::DataType::kUInt8; return true;
-    case tf::DT_INT32: *out = ringscope::DataType::kInt32; return true;
-    case tf::DT_INT64: *out = ringscope::DataType::kInt64; return true;
-    case tf::DT_HALF: *out = ringscope::DataType::kFloat16; return true;
-    case tf::DT_BFLOAT16: *out = ringscope::DataType::kBFloat16; return true;
-    case tf::DT_FLOAT: *out = ringscope::DataType::kFloat32; return true;
-    case tf::DT_DOUBLE: *out = ringscope::DataType::kFloat64; return true;
-    default: return false;
+    case tf::DT_UINT8:
+      *out = ringscope::DataType::kUInt8;
+      return true;
+    case tf::DT_INT32:
+      *out = ringscope::DataType::kInt32;
+      return true;
+    case tf::DT_INT64:
+      *out = ringscope::DataType::kInt64;
+      return true;
+    case tf::DT_HALF:
+      *out = ringscope::DataType::kFloat16;
+      return true;
+    case tf::DT_BFLOAT16:
+      *out = ringscope::DataType::kBFloat16;
+      return true;
+    case tf::DT_FLOAT:
+      *out = ringscope::DataType::kFloat32;
+      return true;
+    case tf::DT_DOUBLE:
+      *out = ringscope::DataType::kFloat64;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -41,12 +56,17 @@ tf::Status to_tf_status(const ringscope::Status& s) {
   switch (s.code()) {
     case ringscope::StatusCode::kInvalidArgument:
     case ringscope::StatusCode::kMismatch:
-    case ringscope::StatusCode::kDuplicateName: return tf::errors::InvalidArgument(msg);
-    case ringscope::StatusCode::kTimeout: return tf::errors::DeadlineExceeded(msg);
-    case ringscope::StatusCode::kNotInitialized: return tf::errors::FailedPrecondition(msg);
+    case ringscope::StatusCode::kDuplicateName:
+      return tf::errors::InvalidArgument(msg);
+    case ringscope::StatusCode::kTimeout:
+      return tf::errors::DeadlineExceeded(msg);
+    case ringscope::StatusCode::kNotInitialized:
+      return tf::errors::FailedPrecondition(msg);
     case ringscope::StatusCode::kShutdown:
-    case ringscope::StatusCode::kStalled: return tf::errors::Aborted(msg);
-    default: return tf::errors::Internal(msg);
+    case ringscope::StatusCode::kStalled:
+      return tf::errors::Aborted(msg);
+    default:
+      return tf::errors::Internal(msg);
   }
 }
 
@@ -162,7 +182,38 @@ class BroadcastOp : public RingscopeKernel {
   int root_ = 0;
 };
 
+// size_op(), rank_op(), ...: the topology as int32 scalars, for graphs that
+// need it as a tensor (as Horovod's size_op/rank_op).
+template <int (*Fn)()>
+class TopologyOp : public tf::OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(tf::OpKernelContext* ctx) override {
+    const int value = Fn();
+    OP_REQUIRES(ctx, value >= 0,
+                tf::errors::FailedPrecondition(
+                    "ringscope is not initialised: call ringscope.tensorflow.init() first"));
+    tf::Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tf::TensorShape({}), &out));
+    out->scalar<tf::int32>()() = value;
+  }
+};
+
 }  // namespace
+
+#define RINGSCOPE_TOPOLOGY_OP(OpName, fn)                        \
+  REGISTER_OP(OpName)                                            \
+      .Output("value: int32")                                    \
+      .SetIsStateful()                                           \
+      .SetShapeFn([](tf::shape_inference::InferenceContext* c) { \
+        c->set_output(0, c->Scalar());                           \
+        return tf::Status();                                     \
+      });                                                        \
+  REGISTER_KERNEL_BUILDER(Name(OpName).Device(tf::DEVICE_CPU), TopologyOp<ringscope::fn>)
+RINGSCOPE_TOPOLOGY_OP("RingscopeSize", size);
+RINGSCOPE_TOPOLOGY_OP("RingscopeRank", rank);
+RINGSCOPE_TOPOLOGY_OP("RingscopeLocalSize", local_size);
+RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", local_rank);
 
 #define RINGSCOPE_TYPES "T: {uint8, int32, int64, half, bfloat16, float, double}"
 

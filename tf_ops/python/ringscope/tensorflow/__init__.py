@@ -32,7 +32,8 @@ from ringscope.tensorflow.keras import (  # noqa: F401
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
-    "cross_rank", "cross_size", "allreduce", "grouped_allreduce", "allgather", "broadcast",
+    "cross_rank", "cross_size", "size_op", "rank_op", "local_size_op", "local_rank_op",
+    "allreduce", "grouped_allreduce", "allgather", "broadcast",
     "broadcast_variables", "DistributedGradientTape", "DistributedOptimizer",
     "BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateWarmupCallback",
     "StepMarkCallback", "Compression", "Sum", "Average", "Min", "Max", "start_trace",
@@ -88,6 +89,23 @@ def cross_rank():
 
 def cross_size():
     return _topology(_c.ringscope_c_cross_size)
+
+
+def size_op():
+    """size() as an int32 scalar tensor (graph-friendly, like Horovod's)."""
+    return _ops.ringscope_size()
+
+
+def rank_op():
+    return _ops.ringscope_rank()
+
+
+def local_size_op():
+    return _ops.ringscope_local_size()
+
+
+def local_rank_op():
+    return _ops.ringscope_local_rank()
 
 
 def start_trace(path):
