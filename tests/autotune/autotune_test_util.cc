@@ -15,18 +15,6 @@
 
 namespace ringscope::autotune::test {
 
-TempDir::TempDir() {
-  char templ[] = "/tmp/ringscope_autotune_XXXXXX";
-  const char* made = mkdtemp(templ);
-  REQUIRE(made != nullptr);
-  path_ = made;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 double expected_bytes_per_second(const GeneratedRun& run) {
   return run.allreduces_per_step * static_cast<double>(run.bytes_per_allreduce) * 1e9 /
          static_cast<double>(run.step_ns);

@@ -3,6 +3,8 @@
 // expected bytes per second is known), and running the ringscope-tune CLI.
 #pragma once
 
+#include "temp_dir.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,17 +13,7 @@
 
 namespace ringscope::autotune::test {
 
-// A fresh directory under /tmp, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ringscope::test::TempDir;
 
 struct GeneratedRun {
   int world_size = 2;

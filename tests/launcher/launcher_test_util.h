@@ -2,6 +2,8 @@
 // running a program (no shell) with extra environment, capturing its output.
 #pragma once
 
+#include "temp_dir.h"
+
 #include <sys/types.h>
 
 #include <map>
@@ -11,17 +13,6 @@
 
 namespace ringscope::test {
 
-// A fresh directory under /tmp, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 void write_file(const std::string& path, const std::string& text);
 

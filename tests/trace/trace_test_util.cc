@@ -15,18 +15,6 @@
 
 namespace ringscope::test {
 
-TempDir::TempDir() {
-  char templ[] = "/tmp/ringscope-trace-test-XXXXXX";
-  const char* made = mkdtemp(templ);
-  REQUIRE(made != nullptr);
-  path_ = made;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 int64_t synthetic_cycle_start_ns(int cycle) { return 1'000'000 + int64_t{cycle} * 5'000'000; }
 
 int64_t synthetic_events_per_rank(const SyntheticRun& run) {

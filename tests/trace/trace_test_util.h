@@ -3,6 +3,8 @@
 // so `check` has something to catch), and running the CLI.
 #pragma once
 
+#include "temp_dir.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,17 +13,6 @@
 
 namespace ringscope::test {
 
-// A fresh directory under /tmp, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 struct SyntheticRun {
   int world_size = 3;
