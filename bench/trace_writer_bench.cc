@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
   const auto committed = Clock::now();
   const double throughput = events / std::chrono::duration<double>(committed - start).count();
   const uint64_t dropped = w.dropped_events();
+  const auto c0 = Clock::now();
   w.close();
+  const double close_s = std::chrono::duration<double>(Clock::now() - c0).count();
   const int64_t per_rank_bytes = file_size(path);
 
   const std::string merged = std::string(dir) + "/merged.sqlite";
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
   std::printf("%-34s %10.2f M events/s\n", "writer throughput (to committed)", throughput / 1e6);
   std::printf("%-34s %10.1f ms\n", "producer time",
               std::chrono::duration<double, std::milli>(recorded - start).count());
+  std::printf("%-34s %10.2f s\n", "close (finalize, clustered layout)", close_s);
   std::printf("%-34s %10llu\n", "dropped", static_cast<unsigned long long>(dropped));
   std::printf("%-34s %10.1f B\n%-34s %10.1f B\n", "bytes/event, per-rank file",
               per_rank_bytes / written, "bytes/event, merged file", merged_bytes / written);
@@ -127,10 +130,10 @@ int main(int argc, char** argv) {
                 "{\"benchmark\":\"trace_writer\",\"events\":%lld,\"record_p50_ns\":%.2f,"
                 "\"record_p99_ns\":%.2f,\"writer_events_per_s\":%.0f,\"dropped\":%llu,"
                 "\"bytes_per_event_rank_file\":%.2f,\"bytes_per_event_merged\":%.2f,"
-                "\"merge_events_per_s\":%.0f}\n",
+                "\"merge_events_per_s\":%.0f,\"close_s\":%.3f}\n",
                 static_cast<long long>(events), p50, p99, throughput,
                 static_cast<unsigned long long>(dropped), per_rank_bytes / written,
-                merged_bytes / written, written / merge_s);
+                merged_bytes / written, written / merge_s, close_s);
   std::fputs(json, stdout);
   if (!json_path.empty())
     if (FILE* f = std::fopen(json_path.c_str(), "w")) {

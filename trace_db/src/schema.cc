@@ -53,6 +53,11 @@ CREATE TABLE events(
   PRIMARY KEY(rank, lane, start_ns, tie)) WITHOUT ROWID;
 )sql";
 
+// The events columns other than the clustered key (rank, lane, start_ns, tie).
+constexpr const char* kEventColumnsAfterKey =
+    "kind, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, peer_recv, step, aux, "
+    "thread";
+
 constexpr const char* kViews = R"sql(
 CREATE VIEW events_v AS
   SELECT e.rank, e.lane, l.name AS lane_name, e.kind, k.name AS kind_name,
@@ -133,8 +138,20 @@ Status put_meta(sqlite3* db, const std::map<std::string, std::string>& meta) {
 
 Status finalize(sqlite3* db, EventLayout layout) {
   std::string ddl = "BEGIN;";
-  if (layout == EventLayout::kAppendLog)
-    ddl += "CREATE INDEX IF NOT EXISTS events_by_lane ON events(rank, lane, start_ns);";
+  if (layout == EventLayout::kAppendLog) {
+    // Rewrite the log into the clustered table (the views name `events`, so
+    // they are dropped and made again around the swap). `tie` is the arrival
+    // number, which keeps equal (rank, lane, start_ns) keys unique and ordered.
+    ddl +=
+        "DROP VIEW IF EXISTS events_v; DROP VIEW IF EXISTS settings_v;"
+        "ALTER TABLE events RENAME TO events_log;";
+    ddl += kClusteredEvents;
+    ddl += std::string("INSERT INTO events(rank, lane, start_ns, tie, ") + kEventColumnsAfterKey +
+           ") SELECT rank, lane, start_ns, rowid, " + kEventColumnsAfterKey +
+           " FROM events_log ORDER BY rank, lane, start_ns, rowid;";
+    ddl += "DROP TABLE events_log;";
+    ddl += kViews;
+  }
   // One kCycle event per loop iteration: finds the time of a cycle quickly.
   ddl +=
       "CREATE INDEX IF NOT EXISTS cycles_by_number ON events(cycle, rank) WHERE lane = 0;"

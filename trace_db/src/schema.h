@@ -14,8 +14,9 @@
 namespace ringscope::schema {
 
 enum class EventLayout {
-  // Per-rank file while running: a rowid table appended in arrival order;
-  // its (rank, lane, start_ns) index is created by finalize().
+  // Per-rank file while running: a rowid table appended in arrival order
+  // (cheap inserts, crash-safe). finalize() rewrites it into the clustered
+  // layout below, so a closed per-rank file needs no separate index.
   kAppendLog,
   // Merged file: a WITHOUT ROWID table clustered on (rank, lane, start_ns,
   // tie), so the table is its own window index (no separate index to store).
@@ -28,7 +29,9 @@ Status create(sqlite3* db, EventLayout layout);
 // Inserts or replaces meta key/values.
 Status put_meta(sqlite3* db, const std::map<std::string, std::string>& meta);
 
-// After the bulk load: indexes for the append layout, lane_stats, ANALYZE.
+// After the bulk load: the append log becomes the clustered table (about
+// 37 instead of 52 bytes per event), then lane_stats and ANALYZE. The caller
+// runs VACUUM afterwards to give the freed pages back.
 Status finalize(sqlite3* db, EventLayout layout);
 
 // Column list of the events table in insertion order (without tie).

@@ -230,8 +230,8 @@ Status TraceWriter::close() {
       status = schema::put_meta(m.db.get(), {{"end_utc_ns", std::to_string(utc_now_ns())}});
     if (status.ok()) status = schema::finalize(m.db.get(), schema::EventLayout::kAppendLog);
     if (status.ok())
-      status =
-          sql::exec(m.db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+      status = sql::exec(m.db.get(),
+                         "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; VACUUM;");
   }
   m.insert_event = sql::Stmt();
   m.insert_string = sql::Stmt();
