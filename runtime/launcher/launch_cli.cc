@@ -95,8 +95,9 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
                  "response cache entries; 0 disables the cache (RINGSCOPE_CACHE_CAPACITY)")
       ->type_name("N");
   app.add_flag("--autotune", o.autotune,
-               "set RINGSCOPE_AUTOTUNE=1 for the ranks; online tuning arrives with the "
-               "autotuner (issue #6), until then the runtime ignores it");
+               "online tuning (RINGSCOPE_AUTOTUNE=1): rank 0 tries fusion threshold, cycle time "
+               "and cache settings during the run and keeps the best; set "
+               "RINGSCOPE_AUTOTUNE_OUTPUT=FILE to save it (docs/autotune.md)");
   app.add_option("--mpi-args", mpi_args,
                  "extra mpirun arguments, split into words like a shell would (quotes "
                  "honoured, nothing expanded)")

@@ -44,6 +44,45 @@ Status parse_double(const std::string& var, const std::string& text, double lo, 
   return Status::OK();
 }
 
+// RINGSCOPE_AUTOTUNE and its knobs (docs/configuration.md). The knobs are
+// checked even when autotuning is off, so a typo fails at once.
+static Status autotune_options_from_env(const EnvLookup& env, AutotuneOptions* out) {
+  AutotuneOptions a = *out;
+  if (auto v = env("RINGSCOPE_AUTOTUNE")) {
+    if (*v == "1" || *v == "true") {
+      a.enabled = true;
+    } else if (*v == "0" || *v == "false" || v->empty()) {
+      a.enabled = false;
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    "RINGSCOPE_AUTOTUNE='" + *v + "' is invalid: expected 1/true or 0/false");
+    }
+  }
+  Status s;
+  if (auto v = env("RINGSCOPE_AUTOTUNE_WINDOW_MS")) {
+    s = parse_double("RINGSCOPE_AUTOTUNE_WINDOW_MS", *v, 1.0, 600000.0, &a.window_ms);
+    if (!s.ok()) return s;
+  }
+  int64_t n = 0;
+  struct IntKnob {
+    const char* var;
+    int64_t lo, hi;
+    int* field;
+  };
+  for (IntKnob k : {IntKnob{"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", 0, 1000, &a.warmup_windows},
+                    IntKnob{"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", 2, 100, &a.windows_per_trial},
+                    IntKnob{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", 2, 1000, &a.max_trials}}) {
+    if (auto v = env(k.var)) {
+      s = parse_int(k.var, *v, k.lo, k.hi, &n);
+      if (!s.ok()) return s;
+      *k.field = static_cast<int>(n);
+    }
+  }
+  if (auto v = env("RINGSCOPE_AUTOTUNE_OUTPUT")) a.output_path = *v;
+  *out = a;
+  return Status::OK();
+}
+
 Status options_from_env(const EnvLookup& env, Options* out) {
   Options o = *out;
   // First of `names` that is set.
@@ -96,6 +135,8 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     o.log_level = static_cast<int>(level);
   }
   if (auto v = env("RINGSCOPE_TRACE")) o.trace_path = *v;
+  s = autotune_options_from_env(env, &o.autotune);
+  if (!s.ok()) return s;
   *out = o;
   return Status::OK();
 }

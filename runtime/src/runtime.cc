@@ -42,6 +42,9 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       last_stall_check_(SteadyClock::now()) {
   settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
   proposed_.cache_enabled = settings_.cache_enabled;
+  if (options.autotune.enabled && topology.rank == 0)
+    tuner_ =
+        std::make_unique<ParameterManager>(options.autotune, settings_, options.cache_capacity > 0);
 }
 
 Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& topology,
@@ -70,6 +73,7 @@ void Runtime::shutdown() {
   shutdown_requested_.store(true);
   queue_.wake();
   if (thread_.joinable()) thread_.join();
+  write_autotune_output();
   Status s = close_trace(/*measure_end_offset=*/true);
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
 }
@@ -455,8 +459,10 @@ Status Runtime::run_cycle(bool* stop) {
   }
 
   const int64_t decided = rec ? rec->now_ns() : 0;
-  if (!responses.empty()) execute(responses, decided);
+  int64_t allreduced_bytes = 0;
+  if (!responses.empty()) allreduced_bytes = execute(responses, decided);
   apply_settings(agreed, /*at_cycle_end=*/true);
+  if (tuner_) autotune_after_cycle(allreduced_bytes);
 
   if (rec && (!responses.empty() || slow)) {
     TraceEvent ev = make_event(EventKind::kCycle, t0, rec->now_ns(), cycle_);
@@ -545,7 +551,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
   return Status::OK();
 }
 
-void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
+int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   std::vector<TensorEntry*> entries;
   for (const Response& r : responses) {
     auto it = pending_.find(r.tensor.name);
@@ -589,7 +595,11 @@ void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     }
   }
   const int64_t cb_start = rec ? rec->now_ns() : 0;
+  int64_t allreduced_bytes = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
+    if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
+        responses[i].tensor.op == OpType::kAllreduce)
+      allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
     finish_entry(*entries[i], results[i]);
     pending_.erase(responses[i].tensor.name);
@@ -600,6 +610,7 @@ void Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     rec->record(ev);
   }
   if (!fatal.ok()) fail_all(fatal);
+  return allreduced_bytes;
 }
 
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "coordinator.h"
+#include "parameter_manager.h"
 #include "response_cache.h"
 #include "response_executor.h"
 #include "ringscope/trace_writer.h"
@@ -78,11 +79,16 @@ class Runtime {
   Status run_cycle(bool* stop);
   Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                         std::vector<Response>* responses);
-  void execute(std::vector<Response>& responses, int64_t decided_ns);
+  // Returns the bytes of allreduces that succeeded (the autotuner's score).
+  int64_t execute(std::vector<Response>& responses, int64_t decided_ns);
   void finish_entry(TensorEntry& entry, const Status& status);
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
   void apply_settings(const Settings& agreed, bool at_cycle_end);
+  // Online autotuning on rank 0: feed the ParameterManager, propose its
+  // settings, record its trials; at shutdown write the settings file.
+  void autotune_after_cycle(int64_t allreduced_bytes);
+  void write_autotune_output();
   void record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key = -1);
   int32_t intern(const std::string& text);
   void log(int level, const std::string& message) const;
@@ -98,6 +104,9 @@ class Runtime {
   mutable std::mutex settings_mu_;
   Settings settings_;  // in force on this rank
   Settings proposed_;  // rank 0: what the next cycle broadcasts
+  // Rank 0 with RINGSCOPE_AUTOTUNE: owned by the background thread (and by
+  // shutdown() once that thread has ended).
+  std::unique_ptr<ParameterManager> tuner_;
 
   // Background-thread state.
   std::unordered_map<std::string, TensorEntry> pending_;

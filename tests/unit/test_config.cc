@@ -65,11 +65,17 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
     const char* var;
     const char* value;
   };
-  for (Case c : {Case{"RINGSCOPE_FUSION_THRESHOLD", "-1"},
-                 Case{"RINGSCOPE_FUSION_THRESHOLD", "12MB"}, Case{"RINGSCOPE_CYCLE_TIME", "abc"},
-                 Case{"RINGSCOPE_CYCLE_TIME", "-0.1"}, Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"},
-                 Case{"HOROVOD_CYCLE_TIME", "nan"}, Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""},
-                 Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"}, Case{"RINGSCOPE_LOG_LEVEL", "9"}}) {
+  for (Case c :
+       {Case{"RINGSCOPE_FUSION_THRESHOLD", "-1"}, Case{"RINGSCOPE_FUSION_THRESHOLD", "12MB"},
+        Case{"RINGSCOPE_CYCLE_TIME", "abc"}, Case{"RINGSCOPE_CYCLE_TIME", "-0.1"},
+        Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"}, Case{"HOROVOD_CYCLE_TIME", "nan"},
+        Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""}, Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"},
+        Case{"RINGSCOPE_LOG_LEVEL", "9"}, Case{"RINGSCOPE_AUTOTUNE", "yes please"},
+        Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"}, Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "fast"},
+        Case{"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", "-1"},
+        Case{"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "1"},
+        Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "1"},
+        Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "16.5"}}) {
     Options o;
     Status s = options_from_env(env_of({{c.var, c.value}}), &o);
     INFO(c.var << "=" << c.value << " -> " << s.to_string());
@@ -77,4 +83,29 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
     CHECK(s.message().find(c.var) != std::string::npos);
     CHECK((s.message().find("expected") != std::string::npos));
   }
+}
+
+TEST_CASE("autotune variables are read, and off by default", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({}), &o).ok());
+  CHECK_FALSE(o.autotune.enabled);
+  CHECK(o.autotune.window_ms == 100.0);
+  CHECK(o.autotune.warmup_windows == 2);
+  CHECK(o.autotune.windows_per_trial == 3);
+  CHECK(o.autotune.max_trials == 16);
+  CHECK(o.autotune.output_path.empty());
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_AUTOTUNE", "1"},
+                                   {"RINGSCOPE_AUTOTUNE_WINDOW_MS", "250"},
+                                   {"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", "0"},
+                                   {"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "5"},
+                                   {"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "30"},
+                                   {"RINGSCOPE_AUTOTUNE_OUTPUT", "runs/tuned.json"}}),
+                           &o)
+              .ok());
+  CHECK(o.autotune.enabled);
+  CHECK(o.autotune.window_ms == 250.0);
+  CHECK(o.autotune.warmup_windows == 0);
+  CHECK(o.autotune.windows_per_trial == 5);
+  CHECK(o.autotune.max_trials == 30);
+  CHECK(o.autotune.output_path == "runs/tuned.json");
 }

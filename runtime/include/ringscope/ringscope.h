@@ -55,6 +55,18 @@ struct Settings {
   bool cache_enabled = true;                     // response cache fast path
 };
 
+// Online autotuning (docs/autotune.md, "Online mode"): rank 0 measures
+// allreduced bytes/s over sampling windows and tries settings chosen by a
+// Gaussian process, switching every rank at one cycle, then keeps the best.
+struct AutotuneOptions {
+  bool enabled = false;       // RINGSCOPE_AUTOTUNE=1
+  double window_ms = 100.0;   // min sampling window (also >= 5 cycles with work)
+  int warmup_windows = 2;     // discarded at start
+  int windows_per_trial = 3;  // measured per trial (median and spread)
+  int max_trials = 16;        // the defaults' trial included
+  std::string output_path;    // settings file written by rank 0 at shutdown
+};
+
 // Everything configurable at init. from_env() reads the RINGSCOPE_* (and, when
 // ours are unset, HOROVOD_*) variables; see docs/configuration.md.
 struct Options {
@@ -66,6 +78,7 @@ struct Options {
   CpuAllreduce cpu_allreduce = CpuAllreduce::kRing;
   int log_level = 1;       // 0 quiet, 1 warnings, 2 info, 3 debug
   std::string trace_path;  // empty = tracing off
+  AutotuneOptions autotune;
 
   // Reads the environment on top of `defaults`. Invalid values fail with a
   // message naming the variable and the accepted range.

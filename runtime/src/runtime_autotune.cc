@@ -1,0 +1,79 @@
+// Runtime's online-autotuning glue (rank 0 only): feeds the ParameterManager
+// after each cycle, proposes its settings through proposed_ (so they travel in
+// the next control vector and every rank switches at one cycle), turns its
+// records into kAutotuneTrial spans, and writes the settings file at shutdown.
+#include <chrono>
+#include <cmath>
+
+#include "runtime.h"
+#include "settings_file.h"
+
+namespace ringscope {
+
+void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
+          .count();
+  std::vector<AutotuneRecord> records;
+  std::optional<Settings> next = tuner_->on_cycle(allreduced_bytes, now_ns, &records);
+  if (next) {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    proposed_ = *next;
+    if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
+  }
+  Recorder* rec = recorder_.load();
+  // The manager's times are steady-clock ns; the trace's are the recorder's.
+  const int64_t to_trace = rec ? rec->now_ns() - now_ns : 0;
+  for (const AutotuneRecord& r : records) {
+    if (r.kind != AutotuneRecord::Kind::kWindow)
+      log(r.kind == AutotuneRecord::Kind::kDecision ? 1 : 2, "autotune: " + r.text);
+    if (!rec) continue;
+    TraceEvent ev =
+        make_event(EventKind::kAutotuneTrial, r.start_ns + to_trace, r.end_ns + to_trace, cycle_);
+    ev.aux = r.trial;
+    ev.bytes = r.bytes;
+    ev.value = std::llround(r.bytes_per_second);
+    switch (r.kind) {
+      case AutotuneRecord::Kind::kWindow:
+        ev.step = r.window;
+        break;
+      case AutotuneRecord::Kind::kTrial:
+        ev.step = -1;
+        ev.name_id = intern(r.text);
+        break;
+      case AutotuneRecord::Kind::kDecision:
+        ev.step = -2;
+        ev.name_id = intern(r.text);
+        break;
+    }
+    rec->record(ev);
+  }
+}
+
+void Runtime::write_autotune_output() {
+  if (!tuner_ || options_.autotune.output_path.empty()) return;
+  const int best = tuner_->best_trial();
+  if (best < 0) {
+    log(1,
+        "warning: autotune: no trial finished (the run was shorter than warm-up plus one "
+        "trial); " +
+            options_.autotune.output_path + " not written");
+    return;
+  }
+  const Settings& s = tuner_->trials()[best].settings;
+  SettingsFile file;
+  file.fusion_threshold_bytes = s.fusion_threshold_bytes;
+  file.cycle_time_ms = s.cycle_time_ms;
+  file.cache_enabled = s.cache_enabled;
+  if (options_.cache_capacity != kDefaultCacheCapacity && options_.cache_capacity > 0)
+    file.cache_capacity = options_.cache_capacity;
+  file.provenance_json = tuner_->provenance_json();
+  tuner_.reset();  // shutdown() may run twice (api shutdown, then the destructor)
+  Status st = write_settings_file(options_.autotune.output_path, file);
+  if (!st.ok())
+    log(1, "warning: autotune: writing " + options_.autotune.output_path + ": " + st.to_string());
+  else
+    log(2, "autotune: wrote " + options_.autotune.output_path);
+}
+
+}  // namespace ringscope

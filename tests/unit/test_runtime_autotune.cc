@@ -1,0 +1,91 @@
+// Whole runtimes (ranks as threads) with online autotuning and a short
+// window: allreduce results stay exact while rank 0 changes the settings many
+// times, every rank applies each change at the same cycle, and the trials
+// appear as kAutotuneTrial events on rank 0 only.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <map>
+#include <tuple>
+
+#include "capture_recorder.h"
+#include "local_world.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+TEST_CASE("online autotuning keeps allreduce exact and switches every rank at one cycle",
+          "[runtime][autotune]") {
+  const int n = 3, steps = 400;
+  const std::vector<int64_t> sizes = {16, 3000, 20000, 7, 40000, 512, 9000, 100};
+  Options options;
+  options.settings.cycle_time_ms = 0.5;
+  options.op_timeout_seconds = 30;
+  options.log_level = 0;
+  options.autotune.enabled = true;
+  options.autotune.window_ms = 15;
+  options.autotune.warmup_windows = 1;
+  options.autotune.windows_per_trial = 2;
+  options.autotune.max_trials = 8;
+  std::vector<CaptureRecorder> recorders(n);
+  std::vector<Recorder*> recorder_ptrs;
+  for (auto& r : recorders) recorder_ptrs.push_back(&r);
+  ThreadChecks checks;
+  run_runtimes(
+      n, options,
+      [&](int r, Runtime& rt) {
+        std::vector<std::vector<float>> bufs(sizes.size());
+        for (int step = 0; step < steps; ++step) {
+          std::vector<std::promise<Status>> done(sizes.size());
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            bufs[i].resize(sizes[i]);
+            for (int64_t x = 0; x < sizes[i]; ++x)
+              bufs[i][x] = static_cast<float>(r * 1000 + step + x % 7);
+            TensorEntry e = allreduce_entry("grad" + std::to_string(i), DataType::kFloat32,
+                                            {sizes[i]}, bufs[i].data(), bufs[i].data());
+            e.done = [&done, i](const Status& s) { done[i].set_value(s); };
+            Status s = rt.submit(std::move(e));
+            if (!s.ok()) done[i].set_value(s);
+          }
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            Status s = done[i].get_future().get();
+            checks.expect(s.ok(), s.to_string());
+            for (int64_t x = 0; x < sizes[i]; ++x) {
+              // Sum over ranks of (rank*1000 + step + x%7): small integers, exact.
+              const float want = static_cast<float>(1000 * n * (n - 1) / 2 + n * (step + x % 7));
+              if (bufs[i][x] != want) {
+                checks.expect(false, "rank " + std::to_string(r) + " step " + std::to_string(step) +
+                                         " tensor " + std::to_string(i) + " elem " +
+                                         std::to_string(x));
+                break;
+              }
+            }
+          }
+        }
+      },
+      nullptr, recorder_ptrs);
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+
+  // Every rank saw the same changes, each at the same cycle.
+  using Change = std::tuple<int64_t, int32_t, int64_t>;  // cycle, SettingKey, value
+  std::vector<std::vector<Change>> changes(n);
+  for (int r = 0; r < n; ++r)
+    for (const TraceEvent& e : recorders[r].events(EventKind::kSettings))
+      changes[r].emplace_back(e.cycle, e.peer_send, e.value);
+  INFO("rank 0 applied " << changes[0].size() << " setting changes");
+  CHECK(changes[0].size() >= 4);
+  for (int r = 1; r < n; ++r) CHECK(changes[r] == changes[0]);
+
+  // Trials (step -1) and their windows (step >= 0) on rank 0 only.
+  const auto trials = recorders[0].events(EventKind::kAutotuneTrial);
+  int summaries = 0;
+  for (const TraceEvent& e : trials) {
+    if (e.step != -1) continue;
+    ++summaries;
+    CHECK(e.value > 0);  // median bytes/s
+    CHECK(recorders[0].text(e.name_id).find("trial " + std::to_string(e.aux)) == 0);
+  }
+  CHECK(summaries >= 3);
+  for (int r = 1; r < n; ++r) CHECK(recorders[r].events(EventKind::kAutotuneTrial).empty());
+}
