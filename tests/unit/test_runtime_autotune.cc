@@ -1,15 +1,21 @@
 // Whole runtimes (ranks as threads) with online autotuning and a short
 // window: allreduce results stay exact while rank 0 changes the settings many
 // times, every rank applies each change at the same cycle, and the trials
-// appear as kAutotuneTrial events on rank 0 only.
+// appear as kAutotuneTrial events on rank 0 only; rank 0 writes the chosen
+// settings file at shutdown.
 #include <catch2/catch.hpp>
 
 #include <future>
 #include <map>
 #include <tuple>
 
+#include <stdlib.h>
+
+#include <filesystem>
+
 #include "capture_recorder.h"
 #include "local_world.h"
+#include "settings_file.h"
 
 using namespace ringscope;
 using namespace ringscope::testing;
@@ -27,6 +33,9 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
   options.autotune.warmup_windows = 1;
   options.autotune.windows_per_trial = 2;
   options.autotune.max_trials = 8;
+  char dir[] = "/tmp/ringscope-autotune-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  options.autotune.output_path = std::string(dir) + "/online.json";
   std::vector<CaptureRecorder> recorders(n);
   std::vector<Recorder*> recorder_ptrs;
   for (auto& r : recorders) recorder_ptrs.push_back(&r);
@@ -88,4 +97,14 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
   }
   CHECK(summaries >= 3);
   for (int r = 1; r < n; ++r) CHECK(recorders[r].events(EventKind::kAutotuneTrial).empty());
+
+  // Rank 0 wrote the chosen settings at shutdown, as a valid settings file.
+  SettingsFile saved;
+  Status read = read_settings_file(options.autotune.output_path, &saved);
+  INFO(read.to_string());
+  REQUIRE(read.ok());
+  CHECK(saved.fusion_threshold_bytes >= 0);
+  CHECK(saved.cycle_time_ms > 0);
+  CHECK(saved.provenance_json.find("online") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
