@@ -43,7 +43,8 @@ struct TraceWriter::Impl {
   std::string path;
   int rank = 0;
   sql::Db db;
-  sql::Stmt insert_event, insert_string, update_rank;
+  static constexpr size_t kRowsPerInsert = 32;
+  sql::Stmt insert_event, insert_event_batch, insert_string, update_rank;
   std::chrono::steady_clock::time_point epoch;
   std::thread writer;
   std::atomic<bool> accepting{false};

@@ -36,27 +36,42 @@ Status TraceWriter::Impl::commit() {
   return sql::exec(db.get(), "COMMIT");
 }
 
+namespace {
+// Binds one event to the 15 parameters starting at `base` (1-based).
+void bind_event(sql::Stmt& stmt, int base, int rank, const TraceEvent& e) {
+  stmt.bind(base + 0, rank);
+  stmt.bind(base + 1, static_cast<int>(lane_of_kind(e.kind)));
+  stmt.bind(base + 2, e.kind);
+  stmt.bind(base + 3, e.start_ns);
+  stmt.bind(base + 4, e.end_ns - e.start_ns);
+  stmt.bind_optional(base + 5, e.cycle, e.cycle >= 0);
+  stmt.bind_optional(base + 6, e.seq_index, e.seq_index >= 0);
+  stmt.bind_optional(base + 7, e.name_id, e.name_id >= 0);
+  stmt.bind(base + 8, e.bytes);
+  stmt.bind(base + 9, e.value);
+  stmt.bind_optional(base + 10, e.peer_send, e.peer_send >= 0);
+  stmt.bind_optional(base + 11, e.peer_recv, e.peer_recv >= 0);
+  stmt.bind_optional(base + 12, e.step, e.step >= 0);
+  stmt.bind(base + 13, e.aux);
+  stmt.bind(base + 14, e.thread);
+}
+}  // namespace
+
 Status TraceWriter::Impl::insert_events(const TraceEvent* events, size_t count) {
-  sql::Stmt& stmt = insert_event;
-  for (size_t i = 0; i < count; ++i) {
-    const TraceEvent& e = events[i];
-    stmt.bind(1, rank);
-    stmt.bind(2, static_cast<int>(lane_of_kind(e.kind)));
-    stmt.bind(3, e.kind);
-    stmt.bind(4, e.start_ns);
-    stmt.bind(5, e.end_ns - e.start_ns);
-    stmt.bind_optional(6, e.cycle, e.cycle >= 0);
-    stmt.bind_optional(7, e.seq_index, e.seq_index >= 0);
-    stmt.bind_optional(8, e.name_id, e.name_id >= 0);
-    stmt.bind(9, e.bytes);
-    stmt.bind(10, e.value);
-    stmt.bind_optional(11, e.peer_send, e.peer_send >= 0);
-    stmt.bind_optional(12, e.peer_recv, e.peer_recv >= 0);
-    stmt.bind_optional(13, e.step, e.step >= 0);
-    stmt.bind(14, e.aux);
-    stmt.bind(15, e.thread);
-    const int rc = sqlite3_step(stmt.get());
-    sqlite3_reset(stmt.get());
+  constexpr int kColumns = 15;
+  size_t i = 0;
+  // Whole batches through the multi-row statement, the rest one by one.
+  for (; i + kRowsPerInsert <= count; i += kRowsPerInsert) {
+    for (size_t r = 0; r < kRowsPerInsert; ++r)
+      bind_event(insert_event_batch, 1 + static_cast<int>(r) * kColumns, rank, events[i + r]);
+    const int rc = sqlite3_step(insert_event_batch.get());
+    sqlite3_reset(insert_event_batch.get());
+    if (rc != SQLITE_DONE) return sql::error(db.get(), rc, "inserting events into " + path);
+  }
+  for (; i < count; ++i) {
+    bind_event(insert_event, 1, rank, events[i]);
+    const int rc = sqlite3_step(insert_event.get());
+    sqlite3_reset(insert_event.get());
     if (rc != SQLITE_DONE) return sql::error(db.get(), rc, "inserting an event into " + path);
   }
   written.fetch_add(count, std::memory_order_relaxed);
