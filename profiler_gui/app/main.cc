@@ -46,6 +46,9 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
       << " " << l.timeline_rect.w << "\n";
   out << "panel " << (l.panel.empty() ? "none" : l.panel) << " " << l.panel_rect.x << " "
       << l.panel_rect.y << " " << l.panel_rect.z << " " << l.panel_rect.w << "\n";
+  out << "flows " << l.flow_arrows << "\n";
+  out << "search " << l.search_rows << "\n";
+  out << "compare " << l.compare_rows << "\n";
   for (const FrameLayout::Band& b : l.bands)
     out << "band " << b.rank << " " << b.y0 << " " << b.y1 << " " << b.header_y0 << " "
         << b.header_y1 << " " << b.label_x0 << " " << b.label_x1 << "\n";
@@ -72,6 +75,7 @@ int run_headless(const ViewerOptions& options) {
     const bool done =
         viewer.load_state() == LoadState::kReady || viewer.load_state() == LoadState::kFailed;
     const auto start = std::chrono::steady_clock::now();
+    if (done && options.pan != 0) viewer.pan_fraction(options.pan);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui::NewFrame();
     viewer.draw_frame();
@@ -92,15 +96,16 @@ int run_headless(const ViewerOptions& options) {
   const bool written = write_png(options.screenshot_path, options.width, options.height, pixels);
   if (!options.layout_path.empty())
     write_layout(options.layout_path, viewer, options.width, options.height);
-  auto median = [](std::vector<double> v) {
+  auto quantile = [](std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
   };
   std::printf(
-      "ringscope-view: %s (%s), %d frames after loading: median %.2f ms (UI %.2f ms), max %.2f "
-      "ms\n",
-      options.screenshot_path.c_str(), gl.backend(), options.frames, median(frame_ms),
-      median(ui_ms), *std::max_element(frame_ms.begin(), frame_ms.end()));
+      "ringscope-view: %s (%s), %d frames after loading: median %.2f ms (UI %.2f ms), p99 %.2f "
+      "ms (UI %.2f ms), max %.2f ms\n",
+      options.screenshot_path.c_str(), gl.backend(), options.frames, quantile(frame_ms, 0.5),
+      quantile(ui_ms, 0.5), quantile(frame_ms, 0.99), quantile(ui_ms, 0.99),
+      *std::max_element(frame_ms.begin(), frame_ms.end()));
   const std::string problem = viewer.problem();
 
   // Teardown.

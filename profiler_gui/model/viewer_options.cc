@@ -1,8 +1,10 @@
 // Parses ringscope-view's command line (see viewer_options.h).
 #include "viewer_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 #include "time_format.h"
 
@@ -19,8 +21,12 @@ const char* viewer_usage() {
          "                         (units ns, us, ms, s; a bare number is ns)\n"
          "  --select NAME          select the first collective with tensor NAME in the range,\n"
          "                         or CYCLE:SEQ\n"
-         "  --panel NAME           bottom panel: stragglers (default), statistics, run-info\n"
+         "  --panel NAME           bottom panel: stragglers (default), statistics, search,\n"
+         "                         breakdown, settings, compare, run-info\n"
+         "  --compare B            a second trace (e.g. after tuning) for the compare panel\n"
+         "  --search TEXT          the search panel's query (tensor name contains TEXT)\n"
          "  --frames N             frames rendered after loading before the screenshot (4)\n"
+         "  --pan F                with --screenshot: pan by F x the visible span each frame\n"
          "  --layout-out FILE      with --screenshot: write where bands and panels were drawn\n"
          "  -h, --help             this text\n";
 }
@@ -66,10 +72,21 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
     } else if (arg == "--panel") {
       if (!(v = value(i, arg))) return false;
       out->panel = v;
-      if (out->panel != "stragglers" && out->panel != "statistics" && out->panel != "run-info") {
-        *error = "--panel wants stragglers, statistics or run-info, got '" + out->panel + "'";
+      static const char* const kPanels[] = {"stragglers", "statistics", "search",  "breakdown",
+                                            "settings",   "compare",    "run-info"};
+      if (std::find(std::begin(kPanels), std::end(kPanels), out->panel) == std::end(kPanels)) {
+        *error =
+            "--panel wants stragglers, statistics, search, breakdown, settings, compare or "
+            "run-info, got '" +
+            out->panel + "'";
         return false;
       }
+    } else if (arg == "--compare") {
+      if (!(v = value(i, arg))) return false;
+      out->compare = v;
+    } else if (arg == "--search") {
+      if (!(v = value(i, arg))) return false;
+      out->search = v;
     } else if (arg == "--frames") {
       if (!(v = value(i, arg))) return false;
       out->frames = std::atoi(v);
@@ -77,6 +94,9 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
         *error = "--frames wants 1..100000";
         return false;
       }
+    } else if (arg == "--pan") {
+      if (!(v = value(i, arg))) return false;
+      out->pan = std::atof(v);
     } else if (arg == "--layout-out") {
       if (!(v = value(i, arg))) return false;
       out->layout_path = v;

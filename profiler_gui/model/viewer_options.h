@@ -17,9 +17,13 @@ struct ViewerOptions {
   // Visible range, relative to the trace's first event.
   std::optional<std::pair<int64_t, int64_t>> range;
   std::string select;                // tensor name or "CYCLE:SEQ" of a collective to select
-  std::string panel = "stragglers";  // bottom panel: stragglers, statistics, run-info
+  std::string panel = "stragglers";  // bottom panel: stragglers, statistics, search,
+                                     // breakdown, settings, compare, run-info
+  std::string compare;               // a second trace for the compare panel
+  std::string search;                // initial query of the search panel
   std::string layout_path;           // headless: write band/panel rectangles here
   int frames = 4;                    // headless: frames rendered after loading
+  double pan = 0;                    // headless: pan by this fraction of the view per frame
   bool help = false;
 };
 

@@ -25,6 +25,10 @@ inline constexpr ImU32 kHighlightFill = IM_COL32(255, 214, 10, 40);
 // Readiness markers of the selected collective: each rank, and the last rank.
 inline constexpr ImU32 kReady = IM_COL32(235, 235, 235, 255);
 inline constexpr ImU32 kLate = IM_COL32(255, 64, 80, 255);
+// Ring-step flow arrows of the selected collective. Used for nothing else.
+inline constexpr ImU32 kFlow = IM_COL32(0, 240, 255, 255);
+// Shift + drag range to zoom to.
+inline constexpr ImU32 kRangeFill = IM_COL32(120, 170, 255, 50);
 inline constexpr ImU32 kHover = IM_COL32(255, 255, 255, 200);
 }  // namespace colors
 

@@ -7,8 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "collective_search.h"
 #include "imgui.h"
+#include "ring_flows.h"
+#include "time_breakdown.h"
 #include "timeline_model.h"
+#include "trace_compare.h"
 #include "view_state.h"
 
 namespace ringscope::view {
@@ -24,7 +28,10 @@ struct FrameLayout {
   std::vector<Band> bands;
   ImVec4 timeline_rect{0, 0, 0, 0};  // x0, y0, x1, y1
   ImVec4 panel_rect{0, 0, 0, 0};
-  std::string panel;  // name of the bottom panel drawn
+  std::string panel;     // name of the bottom panel drawn
+  int flow_arrows = 0;   // ring-step flow arrows drawn (selected collective)
+  int compare_rows = 0;  // rows of the compare panel's two tables
+  int search_rows = 0;   // matches listed by the search panel (all, not only visible)
 };
 
 // Maps trace time to screen x within a rectangle of the timeline.
@@ -48,6 +55,35 @@ struct StragglersTableCache {
   std::vector<uint32_t> rows;  // indexes into StragglerReport::collectives
 };
 
+// Ring-step flows of the selected collective, read from the file when the
+// selection changes.
+struct RingFlowCache {
+  std::optional<CollectiveKey> key;
+  std::vector<RingFlow> flows;
+};
+
+// The search panel's matches, recomputed when the query changes.
+struct SearchCache {
+  std::string query;
+  bool valid = false;
+  size_t total = 0;
+  std::vector<TensorMatch> matches;
+};
+
+// Per-rank time breakdown and settings history, computed on first use.
+struct BreakdownCache {
+  bool valid = false;
+  std::vector<RankBreakdown> ranks;
+};
+struct CompareCache {
+  bool valid = false;
+  TraceComparison result;
+};
+struct SettingsCache {
+  bool valid = false;
+  std::vector<SettingChange> changes;
+};
+
 void draw_legend(const TimelineModel& model, ViewState& state);
 // Ticks and labels (times relative to origin_ns) across `map`, in a strip of height h at y.
 void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h, int64_t origin_ns);
@@ -55,11 +91,23 @@ void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h,
 void draw_time_grid(ImDrawList* draw, const TimeToScreen& map, float y0, float y1,
                     int64_t origin_ns);
 void draw_event_tooltip(TimelineModel& model, const HoveredItem& item);
-void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* layout);
+void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* flows,
+                         FrameLayout* layout);
+// Arrows from each send step to the matching step on the peer rank; ring_y[r]
+// is the centre of rank index r's ring track on screen (NaN: not visible).
+int draw_ring_flow_arrows(ImDrawList* draw, const TimeToScreen& map,
+                          const std::vector<RingFlow>& flows, const std::vector<float>& ring_y);
 void draw_stragglers_panel(const TimelineModel& model, ViewState& state,
                            StragglersTableCache* cache);
 void draw_statistics_panel(const TimelineModel& model, ViewState& state);
 void draw_run_info_panel(const TimelineModel& model);
+void draw_search_panel(const TimelineModel& model, ViewState& state, SearchCache* cache,
+                       FrameLayout* layout);
+void draw_breakdown_panel(const TimelineModel& model, BreakdownCache* cache);
+void draw_settings_panel(const TimelineModel& model, SettingsCache* cache);
+// `other`: the --compare trace (nullptr: none given).
+void draw_compare_panel(const TimelineModel& model, TimelineModel* other,
+                        const std::string& other_path, CompareCache* cache, FrameLayout* layout);
 
 // View actions shared by panels and keys (view_actions.cc).
 void fit_all(const TimelineModel& model, ViewState& state);
@@ -67,5 +115,11 @@ void zoom_at(const TimelineModel& model, ViewState& state, int64_t anchor_ns, do
 void pan_by(const TimelineModel& model, ViewState& state, int64_t delta_ns);
 // Selects the collective and, unless it is already well visible, centres it.
 void focus_collective(const TimelineModel& model, ViewState& state, const CollectiveKey& key);
+// Selects the collective and zooms to it (readiness to end, with margins).
+void jump_to_collective(const TimelineModel& model, ViewState& state, const CollectiveKey& key);
+// Shows [begin, end] (clamped like every other view change).
+void zoom_to(const TimelineModel& model, ViewState& state, int64_t begin, int64_t end);
+// Zooms to the selected collective, else the selected event; false if none.
+bool fit_selection(TimelineModel& model, ViewState& state);
 
 }  // namespace ringscope::view

@@ -1,7 +1,8 @@
 // The timeline: a time axis, then one band per rank (a header row and one
 // track per activity family), each track folded first (model fold) and then
-// drawn. Wheel zooms at the cursor, dragging pans, a click selects; the
-// selected collective is highlighted on every rank with its readiness marks.
+// drawn. Wheel zooms at the cursor, dragging pans, Shift + drag zooms to a
+// range, a click selects; the selected collective is highlighted on every
+// rank with its readiness marks and ring-step flow arrows.
 #include <algorithm>
 #include <cmath>
 
@@ -191,6 +192,26 @@ void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& ma
   const bool in_timeline = area_hovered && io.MousePos.x >= map.x0;
   if (in_timeline && io.MouseWheel != 0 && !io.KeyShift)
     zoom_at(model, state, map.time(io.MousePos.x), std::pow(0.8, io.MouseWheel));
+  if (in_timeline && io.KeyShift && ImGui::IsMouseClicked(0)) {
+    state.range_selecting = true;
+    state.range_start_x = io.MousePos.x;
+    return;
+  }
+  if (state.range_selecting) {
+    const float a = std::min(state.range_start_x, io.MousePos.x);
+    const float b = std::max(state.range_start_x, io.MousePos.x);
+    if (ImGui::IsMouseDown(0)) {
+      ImDrawList* draw = ImGui::GetWindowDrawList();
+      const float y0 = ImGui::GetWindowPos().y, y1 = y0 + ImGui::GetWindowHeight();
+      draw->AddRectFilled(ImVec2(a, y0), ImVec2(b, y1), colors::kRangeFill);
+      const std::string span = format_duration(map.time(b) - map.time(a));
+      draw->AddText(ImVec2(a + 4, io.MousePos.y - 18), colors::kText, span.c_str());
+      return;
+    }
+    state.range_selecting = false;
+    if (b - a >= 3) zoom_to(model, state, map.time(a), map.time(b));
+    return;
+  }
   if (in_timeline && (ImGui::IsMouseClicked(0) || ImGui::IsMouseClicked(1))) {
     state.dragging = true;
     state.drag_start_x = io.MousePos.x;
@@ -220,7 +241,8 @@ void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& ma
 
 }  // namespace
 
-void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* layout) {
+void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* flows,
+                         FrameLayout* layout) {
   const auto& ranks = model.ranks();
   state.rank_collapsed.resize(ranks.size(), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -251,8 +273,14 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* la
       model,    state,       ImGui::GetWindowDrawList(),
       map,      io.MousePos, area_hovered && !state.dragging && io.MousePos.x >= map.x0,
       selected, row_h,       label_font(),
-      {}};
+      0,        {}};
   state.hovered.reset();
+  if (flows->key != state.selected_collective) {
+    flows->key = state.selected_collective;
+    flows->flows.clear();
+    if (selected) ring_flows(model, selected->key, &flows->flows);
+  }
+  std::vector<float> ring_y(ranks.size(), NAN);
   float y = top.y;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTimeline& rank = ranks[r];
@@ -286,6 +314,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* la
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
         const float th = static_cast<float>(track.rows()) * row_h;
+        if (track.family == TrackFamily::kRing) ring_y[r] = ty + row_h / 2;
         if (ty + th >= view_y0 && ty <= view_y1) {
           painter.items.clear();
           model.fold(static_cast<uint32_t>(r), k, {map.begin_ns, map.end_ns, map.width, 3.0f},
@@ -307,6 +336,12 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, FrameLayout* la
       }
     }
     y = band_y1;
+  }
+  if (!flows->flows.empty()) {
+    ImDrawList* draw = painter.draw;
+    draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
+    layout->flow_arrows = draw_ring_flow_arrows(draw, map, flows->flows, ring_y);
+    draw->PopClipRect();
   }
   ImGui::Dummy(ImVec2(1, std::max(1.0f, y - top.y)));
   handle_mouse(model, state, map, area_hovered, state.hovered);

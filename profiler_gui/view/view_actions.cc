@@ -1,6 +1,7 @@
 // View actions shared by the timeline, the panels and the keyboard: fit,
 // zoom at a point, pan, focus a collective (see panels.h). They keep the
-// visible range inside sane bounds around the trace.
+// visible range inside sane bounds around the trace. Also zoom to a range,
+// jump to a collective, fit the selection.
 #include <algorithm>
 
 #include "panels.h"
@@ -53,6 +54,39 @@ void focus_collective(const TimelineModel& model, ViewState& state, const Collec
   const bool visible = begin >= state.view_begin_ns && c->end_ns <= state.view_end_ns;
   if (visible && span * 40 > view_span) return;  // already in view and not tiny
   set_range(model, state, begin - span / 2, c->end_ns + span / 2);
+}
+
+void zoom_to(const TimelineModel& model, ViewState& state, int64_t begin, int64_t end) {
+  if (end < begin) std::swap(begin, end);
+  set_range(model, state, begin, end);
+}
+
+void jump_to_collective(const TimelineModel& model, ViewState& state, const CollectiveKey& key) {
+  state.selected_collective = key;
+  state.selected_event.reset();
+  const CollectiveReadiness* c = model.trace().stragglers.find(key);
+  if (!c) return;
+  int64_t begin = c->start_ns;
+  for (int64_t ready : c->ready_ns)
+    if (ready >= 0) begin = std::min(begin, ready);
+  const int64_t span = std::max<int64_t>(c->end_ns - begin, 1000);
+  set_range(model, state, begin - span / 4, c->end_ns + span / 4);
+}
+
+bool fit_selection(TimelineModel& model, ViewState& state) {
+  if (state.selected_collective && model.trace().stragglers.find(*state.selected_collective)) {
+    const auto event = state.selected_event;
+    jump_to_collective(model, state, *state.selected_collective);
+    state.selected_event = event;
+    return true;
+  }
+  if (!state.selected_event) return false;
+  const Track& t = model.track(*state.selected_event);
+  const int64_t b = t.events.start_ns[state.selected_event->event];
+  const int64_t e = t.draw_end(state.selected_event->event);
+  const int64_t margin = std::max<int64_t>((e - b) / 4, 100);
+  set_range(model, state, b - margin, e + margin);
+  return true;
 }
 
 }  // namespace ringscope::view

@@ -13,7 +13,15 @@
 
 namespace ringscope::view {
 
-enum class BottomPanel { kStragglers, kStatistics, kRunInfo };
+enum class BottomPanel {
+  kStragglers,
+  kStatistics,
+  kSearch,
+  kBreakdown,
+  kSettings,
+  kCompare,
+  kRunInfo
+};
 
 struct HoveredItem {
   EventRef first;      // first event of the item
@@ -36,8 +44,13 @@ struct ViewState {
   bool show_legend = true;
   std::vector<bool> rank_collapsed;  // by rank index
 
-  char search_text[128] = "";  // filters the stragglers and statistics tables
-  int statistics_rank = -1;    // -1: all ranks together
+  char search_text[128] = "";    // filters the stragglers and statistics tables
+  int statistics_rank = -1;      // -1: all ranks together
+  char tensor_search[128] = "";  // the search panel's query (substring of tensor names)
+
+  // Shift + drag: a time range to zoom to once the button is released.
+  bool range_selecting = false;
+  float range_start_x = 0;
 
   // Timeline drag: pan anchored at the press.
   bool dragging = false;

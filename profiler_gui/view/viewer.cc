@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "collective_search.h"
 #include "palette.h"
 #include "time_format.h"
 
@@ -18,42 +19,36 @@ constexpr float kSplitterHeight = 6;
 BottomPanel panel_from_name(const std::string& name) {
   if (name == "statistics") return BottomPanel::kStatistics;
   if (name == "run-info") return BottomPanel::kRunInfo;
+  if (name == "search") return BottomPanel::kSearch;
+  if (name == "breakdown") return BottomPanel::kBreakdown;
+  if (name == "settings") return BottomPanel::kSettings;
+  if (name == "compare") return BottomPanel::kCompare;
   return BottomPanel::kStragglers;
-}
-
-// The first collective with tensor `name` (or "CYCLE:SEQ") starting at or
-// after `not_before`, else the first one at all.
-std::optional<CollectiveKey> find_collective(const TimelineModel& model, const std::string& name,
-                                             int64_t not_before) {
-  long long cycle = 0;
-  int seq = 0;
-  char extra = 0;
-  if (std::sscanf(name.c_str(), "%lld:%d%c", &cycle, &seq, &extra) == 2) {
-    const CollectiveKey key{cycle, seq};
-    if (model.trace().stragglers.find(key)) return key;
-    return std::nullopt;
-  }
-  const auto id = model.find_name(name);
-  if (!id) return std::nullopt;
-  std::optional<CollectiveKey> first;
-  for (const CollectiveReadiness& c : model.trace().stragglers.collectives) {
-    if (std::find(c.member_names.begin(), c.member_names.end(), *id) == c.member_names.end())
-      continue;
-    if (c.start_ns >= not_before) return c.key;
-    if (!first) first = c.key;
-  }
-  return first;
 }
 
 }  // namespace
 
 Viewer::Viewer(ViewerOptions options) : options_(std::move(options)) {
   state_.panel = panel_from_name(options_.panel);
+  std::snprintf(state_.tensor_search, sizeof(state_.tensor_search), "%s", options_.search.c_str());
   model_.start_loading(options_.traces);
+  if (!options_.compare.empty()) {
+    compare_model_ = std::make_unique<TimelineModel>();
+    compare_model_->start_loading({options_.compare});
+  }
+}
+
+LoadState Viewer::load_state() const {
+  const LoadState main = model_.state();
+  if (main == LoadState::kReady && compare_model_ && compare_model_->state() == LoadState::kLoading)
+    return LoadState::kLoading;
+  return main;
 }
 
 std::string Viewer::problem() const {
   if (model_.state() == LoadState::kFailed) return model_.error().to_string();
+  if (compare_model_ && compare_model_->state() == LoadState::kFailed)
+    return "--compare " + options_.compare + ": " + compare_model_->error().to_string();
   return select_error_;
 }
 
@@ -76,6 +71,12 @@ void Viewer::apply_command_line() {
   }
 }
 
+void Viewer::pan_fraction(double fraction) {
+  if (model_.state() != LoadState::kReady || !command_line_applied_) return;
+  const double span = static_cast<double>(state_.view_end_ns - state_.view_begin_ns);
+  pan_by(model_, state_, static_cast<int64_t>(span * fraction));
+}
+
 void Viewer::handle_keys() {
   ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput) return;
@@ -87,6 +88,7 @@ void Viewer::handle_keys() {
   if (ImGui::IsKeyDown('A')) pan_by(model_, state_, -static_cast<int64_t>(span * 1.2 * dt));
   if (ImGui::IsKeyDown('D')) pan_by(model_, state_, static_cast<int64_t>(span * 1.2 * dt));
   if (ImGui::IsKeyPressed('F', false)) fit_all(model_, state_);
+  if (ImGui::IsKeyPressed('Z', false)) fit_selection(model_, state_);
   if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
     state_.selected_event.reset();
     state_.selected_collective.reset();
@@ -146,6 +148,7 @@ void Viewer::draw_toolbar() {
     ImGui::SetTooltip(
         "wheel or W/S: zoom at the cursor / centre\n"
         "drag (left or right button) or A/D: pan\n"
+        "shift+drag: zoom to a range   Z: fit the selection\n"
         "shift+wheel: scroll ranks   F: fit all   Esc: clear selection\n"
         "click an event: select it and highlight its collective on every rank\n"
         "click a rank's name: collapse or expand it");
@@ -163,6 +166,10 @@ void Viewer::draw_bottom_panel(float height) {
     };
     for (const Tab& tab : {Tab{BottomPanel::kStragglers, "Stragglers", "stragglers"},
                            Tab{BottomPanel::kStatistics, "Statistics", "statistics"},
+                           Tab{BottomPanel::kSearch, "Search", "search"},
+                           Tab{BottomPanel::kBreakdown, "Breakdown", "breakdown"},
+                           Tab{BottomPanel::kSettings, "Settings", "settings"},
+                           Tab{BottomPanel::kCompare, "Compare", "compare"},
                            Tab{BottomPanel::kRunInfo, "Run info", "run-info"}}) {
       const ImGuiTabItemFlags flags =
           state_.panel_needs_focus && state_.panel == tab.panel ? ImGuiTabItemFlags_SetSelected : 0;
@@ -173,6 +180,15 @@ void Viewer::draw_bottom_panel(float height) {
         draw_stragglers_panel(model_, state_, &stragglers_cache_);
       else if (tab.panel == BottomPanel::kStatistics)
         draw_statistics_panel(model_, state_);
+      else if (tab.panel == BottomPanel::kSearch)
+        draw_search_panel(model_, state_, &search_cache_, &layout_);
+      else if (tab.panel == BottomPanel::kBreakdown)
+        draw_breakdown_panel(model_, &breakdown_cache_);
+      else if (tab.panel == BottomPanel::kCompare)
+        draw_compare_panel(model_, compare_model_.get(), options_.compare, &compare_cache_,
+                           &layout_);
+      else if (tab.panel == BottomPanel::kSettings)
+        draw_settings_panel(model_, &settings_cache_);
       else
         draw_run_info_panel(model_);
       ImGui::EndTabItem();
@@ -207,7 +223,7 @@ void Viewer::draw_frame() {
     const float timeline_h = avail - state_.bottom_panel_height - kSplitterHeight;
     ImGui::BeginChild("timeline", ImVec2(0, timeline_h), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-    draw_timeline_panel(model_, state_, &layout_);
+    draw_timeline_panel(model_, state_, &flow_cache_, &layout_);
     ImGui::EndChild();
     ImGui::InvisibleButton("splitter", ImVec2(-1, kSplitterHeight));
     if (ImGui::IsItemActive()) state_.bottom_panel_height -= io.MouseDelta.y;

@@ -3,6 +3,7 @@
 // ImGui::Render(), in a window or headless alike.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "panels.h"
@@ -18,7 +19,10 @@ class Viewer {
   explicit Viewer(ViewerOptions options);
 
   void draw_frame();
-  LoadState load_state() const { return model_.state(); }
+  // Pans by `fraction` of the visible span (headless benchmarks); no-op until loaded.
+  void pan_fraction(double fraction);
+  // The main trace's state; kLoading while a --compare trace still loads.
+  LoadState load_state() const;
   // Why the trace could not be shown (load error or a bad --select); "" if fine.
   std::string problem() const;
   const FrameLayout& layout() const { return layout_; }
@@ -36,6 +40,12 @@ class Viewer {
   TimelineModel model_;
   ViewState state_;
   StragglersTableCache stragglers_cache_;
+  RingFlowCache flow_cache_;
+  SearchCache search_cache_;
+  BreakdownCache breakdown_cache_;
+  SettingsCache settings_cache_;
+  CompareCache compare_cache_;
+  std::unique_ptr<TimelineModel> compare_model_;  // --compare B
   FrameLayout layout_;
   bool command_line_applied_ = false;
   std::string select_error_;

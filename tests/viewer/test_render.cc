@@ -50,6 +50,7 @@ struct Layout {
   float panel_rect[4] = {};
   float timeline_rect[4] = {};
   std::vector<Band> bands;
+  int flows = -1, search = -1, compare = -1;
 };
 
 Layout read_layout(const std::string& path) {
@@ -66,6 +67,9 @@ Layout read_layout(const std::string& path) {
       s >> l.timeline_rect[0] >> l.timeline_rect[1] >> l.timeline_rect[2] >> l.timeline_rect[3];
     if (key == "panel")
       s >> l.panel >> l.panel_rect[0] >> l.panel_rect[1] >> l.panel_rect[2] >> l.panel_rect[3];
+    if (key == "flows") s >> l.flows;
+    if (key == "search") s >> l.search;
+    if (key == "compare") s >> l.compare;
     if (key == "band") {
       Band b;
       s >> b.rank >> b.y0 >> b.y1 >> b.header_y0 >> b.header_y1 >> b.label_x0 >> b.label_x1;
@@ -122,6 +126,10 @@ Image load_png(const std::string& path) {
 constexpr std::array<int, 3> kHighlight{255, 214, 10};
 constexpr std::array<int, 3> kLate{255, 64, 80};
 constexpr std::array<int, 3> kAllreduce{58, 134, 255};
+constexpr std::array<int, 3> kFlow{0, 240, 255};
+constexpr std::array<int, 3> kMemcpyIn{176, 102, 44};
+constexpr std::array<int, 3> kNegotiate{38, 154, 140};
+constexpr std::array<int, 3> kSettings{200, 205, 215};
 
 std::string write_run(const test::TempDir& dir) {
   test::SyntheticRun run;
@@ -173,6 +181,12 @@ TEST_CASE("screenshot of an np=4 trace: bands, selection on every rank, panel", 
     else
       CHECK(late == 0);
   }
+  // Ring-step flow arrows of the selected collective: 4 ranks x 6 steps,
+  // drawn between the bands (inside the timeline only).
+  CHECK(layout.flows == 24);
+  CHECK(img.count(kFlow, layout.bands.front().label_x1, layout.bands.front().y0, float(img.w),
+                  layout.bands.back().y1) > 200);
+  CHECK(img.count(kFlow, 0, layout.bands.back().y1, float(img.w), float(img.h)) == 0);
   // The highlight colour appears nowhere outside the bands.
   int outside = img.count(kHighlight, 0, 0, float(img.w), layout.bands.front().y0) +
                 img.count(kHighlight, 0, layout.bands.back().y1, float(img.w), float(img.h));
@@ -201,6 +215,8 @@ TEST_CASE("screenshot with another panel and no selection", "[render]") {
   const Layout layout = read_layout(layout_path);
   CHECK(layout.panel == "statistics");
   CHECK(img.count(kHighlight, 0, 0, float(img.w), float(img.h)) == 0);
+  CHECK(img.count(kFlow, 0, 0, float(img.w), float(img.h)) == 0);  // no selection, no arrows
+  CHECK(layout.flows == 0);
   CHECK(img.bright(layout.panel_rect[0], layout.panel_rect[1], layout.panel_rect[2],
                    layout.panel_rect[3]) > 2000);
 }
@@ -225,4 +241,90 @@ TEST_CASE("corrupt or unknown inputs exit non-zero with a message", "[render][co
   CHECK(run.output.find("no/such/tensor") != std::string::npos);
   run = run_viewer("--screenshot " + png + " --size big " + trace);
   CHECK(run.exit_code == 2);
+}
+
+TEST_CASE("search panel lists the matching collectives", "[render][search]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir);
+  const std::string png = dir.file("search.png"), layout_path = dir.file("layout.txt");
+  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel search --search layer1 " +
+                       "--layout-out " + layout_path + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  Image img = load_png(png);
+  Layout layout = read_layout(layout_path);
+  CHECK(layout.panel == "search");
+  CHECK(layout.search == 8);  // seq 3 (grad/layer1/*) in each of the 8 cycles
+  const float* p = layout.panel_rect;
+  int text_rows = 0;
+  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
+    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
+  CHECK(text_rows > 60);
+  // A query nothing matches: an empty list.
+  run = run_viewer("--screenshot " + png + " --panel search --search no/such --layout-out " +
+                   layout_path + " " + trace);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_layout(layout_path).search == 0);
+}
+
+TEST_CASE("breakdown and settings panels draw their bars and plots", "[render][panels]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir);
+  const std::string png = dir.file("breakdown.png"), layout_path = dir.file("layout.txt");
+  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel breakdown " +
+                       "--layout-out " + layout_path + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  Image img = load_png(png);
+  Layout layout = read_layout(layout_path);
+  CHECK(layout.panel == "breakdown");
+  const float* p = layout.panel_rect;
+  // One stacked bar per rank: communication, copies and negotiation segments.
+  int bar_rows = 0;
+  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
+    bar_rows += img.count(kAllreduce, p[0], float(y), p[2], float(y + 1)) > 20;
+  CHECK(bar_rows >= 4 * 10);
+  CHECK(img.count(kMemcpyIn, p[0], p[1], p[2], p[3]) > 4 * 100);
+  CHECK(img.count(kNegotiate, p[0], p[1], p[2], p[3]) > 4 * 20);
+
+  const std::string png2 = dir.file("settings.png");
+  run = run_viewer("--screenshot " + png2 + " --size 1280x800 --panel settings --layout-out " +
+                   layout_path + " " + trace);
+  REQUIRE(run.exit_code == 0);
+  img = load_png(png2);
+  layout = read_layout(layout_path);
+  CHECK(layout.panel == "settings");
+  // The fusion threshold's step line (64 MiB, then 32 MiB halfway).
+  CHECK(img.count(kSettings, p[0], p[1], p[2], p[3]) > 200);
+  CHECK(img.bright(p[0], p[1], p[2], p[3]) > 1500);
+}
+
+TEST_CASE("compare panel shows both traces side by side", "[render][compare]") {
+  test::TempDir dir;
+  const std::string a = write_run(dir);
+  test::SyntheticRun run;
+  run.world_size = 3;
+  run.cycles = 8;
+  run.offset_start_per_rank_ns = 0;
+  run.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("b.sqlite"), run);
+  const std::string png = dir.file("compare.png"), layout_path = dir.file("layout.txt");
+  Run r = run_viewer("--screenshot " + png + " --size 1280x800 --panel compare --compare " +
+                     dir.file("b.sqlite") + " --layout-out " + layout_path + " " + a);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  CHECK(layout.panel == "compare");
+  CHECK(layout.compare >= 6 + 5);  // 6 tensors, at least 5 span kinds
+  const float* p = layout.panel_rect;
+  int text_rows = 0;
+  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
+    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
+  CHECK(text_rows > 60);
+  // A missing second trace: exit 1 with the reason.
+  r = run_viewer("--screenshot " + png + " --panel compare --compare " + dir.file("none.sqlite") +
+                 " " + a);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--compare") != std::string::npos);
 }

@@ -1,0 +1,33 @@
+// Comparing two loaded traces (before / after tuning): total time per event
+// kind over all ranks, and per tensor the mean duration of the collectives
+// holding it (first start to last end over ranks), with the ratio after /
+// before; rows sorted by the largest absolute change first. No ImGui.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "timeline_model.h"
+
+namespace ringscope::view {
+
+struct CompareRow {
+  std::string name;   // kind name, or tensor name
+  uint16_t kind = 0;  // phase rows: the event kind
+  int64_t a_ns = -1;  // -1: absent in that trace
+  int64_t b_ns = -1;
+  int64_t a_count = 0, b_count = 0;
+  double ratio() const {  // b / a; 0 when either is missing
+    return a_ns > 0 && b_ns >= 0 ? static_cast<double>(b_ns) / static_cast<double>(a_ns) : 0;
+  }
+};
+
+struct TraceComparison {
+  std::vector<CompareRow> phases;   // span kinds: total over all ranks
+  std::vector<CompareRow> tensors;  // mean collective time per tensor name
+};
+
+TraceComparison compare_traces(const LoadedTrace& a, const LoadedTrace& b);
+
+}  // namespace ringscope::view

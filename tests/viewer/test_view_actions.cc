@@ -1,0 +1,70 @@
+// View actions without a window: zooming to a dragged range (Shift + drag),
+// jumping to a search match, and the fit-selection key (Z) on a synthetic
+// 4-rank run; the visible range they leave behind is checked.
+#include <catch2/catch.hpp>
+
+#include "collective_search.h"
+#include "panels.h"
+#include "trace_test_util.h"
+
+using namespace ringscope;
+using namespace ringscope::view;
+
+TEST_CASE("zoom to a range, jump to a collective, fit the selection", "[actions]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 12;
+  run.straggler_rank = 2;
+  run.offset_start_per_rank_ns = 0;
+  run.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("run.sqlite"), run);
+  TimelineModel model;
+  REQUIRE(model.load({dir.file("run.sqlite")}).ok());
+  ViewState state;
+  fit_all(model, state);
+  const int64_t full = state.view_end_ns - state.view_begin_ns;
+
+  SECTION("a dragged range, either direction") {
+    zoom_to(model, state, 3'000'000, 2'000'000);
+    CHECK(state.view_begin_ns == 2'000'000);
+    CHECK(state.view_end_ns == 3'000'000);
+    zoom_to(model, state, 5'000'000, 5'000'010);  // below the minimum span: widened
+    CHECK(state.view_end_ns - state.view_begin_ns >= 50);
+  }
+
+  SECTION("jumping to a search match selects it and zooms to it") {
+    const auto matches = search_tensors(model, "layer1/w2", 100);
+    REQUIRE(matches.size() == 12);
+    const TensorMatch& m = matches[7];
+    jump_to_collective(model, state, m.key);
+    REQUIRE(state.selected_collective);
+    CHECK(*state.selected_collective == m.key);
+    const CollectiveReadiness* c = model.trace().stragglers.find(m.key);
+    CHECK(state.view_begin_ns <= c->start_ns);
+    CHECK(state.view_end_ns >= c->end_ns);
+    CHECK(state.view_end_ns - state.view_begin_ns < full / 20);  // zoomed in, not merely visible
+  }
+
+  SECTION("fit selection: the collective, else the event, else nothing") {
+    CHECK(!fit_selection(model, state));
+    CHECK(state.view_end_ns - state.view_begin_ns == full);
+    state.selected_collective = CollectiveKey{4, 0};
+    REQUIRE(fit_selection(model, state));
+    const CollectiveReadiness* c = model.trace().stragglers.find({4, 0});
+    CHECK(state.view_begin_ns <= c->start_ns);
+    CHECK(state.view_end_ns >= c->end_ns);
+    CHECK(state.view_end_ns - state.view_begin_ns < full / 20);
+
+    state.selected_collective.reset();
+    const RankTimeline& rank0 = model.ranks()[0];
+    uint32_t cycle_track = 0;
+    while (rank0.tracks[cycle_track].family != TrackFamily::kCycle) ++cycle_track;
+    state.selected_event = EventRef{0, cycle_track, 3};  // the CYCLE span of cycle 3
+    REQUIRE(fit_selection(model, state));
+    const Track& t = rank0.tracks[cycle_track];
+    CHECK(state.view_begin_ns < t.events.start_ns[3]);
+    CHECK(state.view_end_ns > t.draw_end(3));
+    CHECK(state.view_end_ns - state.view_begin_ns < 2 * (t.draw_end(3) - t.events.start_ns[3]));
+  }
+}
