@@ -3,24 +3,19 @@
 #include "runtime.h"
 
 #include <sys/prctl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
-#include "clock_sync.h"
 #include "control_vector.h"
-#include "ringscope/trace_schema.h"
 #include "text_format.h"
 
 namespace ringscope {
 
 namespace {
 constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
-constexpr double kShutdownTimeoutSeconds = 30.0;
 // An idle rank starts a cycle as soon as work arrives and submissions have
 // paused this long, so a burst (a whole step's gradients) fuses into one
 // cycle while a lone tensor is not held for a full cycle time.
@@ -76,114 +71,6 @@ void Runtime::shutdown() {
   write_autotune_output();
   Status s = close_trace(/*measure_end_offset=*/true);
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
-}
-
-Status Runtime::start_trace(const std::string& base_path) {
-  std::lock_guard<std::mutex> lock(trace_mu_);
-  if (trace_)
-    return Status(StatusCode::kInvalidArgument,
-                  "a trace is already being written to " + trace_->path(), topo_.rank);
-  if (base_path.empty())
-    return Status(StatusCode::kInvalidArgument, "empty trace path", topo_.rank);
-  // One run id for all ranks' files: rank 0's.
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string run_id = std::string(host) + "-" + std::to_string(getpid()) + "-" +
-                       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  Status st = share_from_rank0(*transport_, &run_id, options_.op_timeout_seconds);
-  if (!st.ok()) return st;
-  // Like `mkdir -p`: a fresh runs/ folder should just work.
-  const std::string file = per_rank_trace_path(base_path, topo_.rank);
-  std::error_code ec;
-  const auto parent = std::filesystem::path(file).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  auto writer = std::make_unique<TraceWriter>();
-  const Settings s = settings();
-  st = writer->open(
-      per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
-      {{"run_id", run_id},
-       {"trace_base_path", base_path},
-       {"local_rank", std::to_string(topo_.local_rank)},
-       {"local_size", std::to_string(topo_.local_size)},
-       {"cache_capacity", std::to_string(options_.cache_capacity)},
-       {"cpu_allreduce", options_.cpu_allreduce == CpuAllreduce::kMpi ? "mpi" : "ring"},
-       {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
-       {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
-  if (!st.ok()) return st;
-  ClockOffset offset;
-  TraceWriter* w = writer.get();
-  st = measure_clock_offset(
-      *transport_, [w] { return w->now_ns(); }, options_.op_timeout_seconds, &offset);
-  if (!st.ok()) {
-    writer->close();
-    return st;
-  }
-  writer->set_clock_offset_start(offset.offset_ns, offset.rtt_ns);
-  trace_ = std::move(writer);
-  recorder_.store(trace_.get());
-  record_settings_snapshot();
-  return Status::OK();
-}
-
-void Runtime::record_settings_snapshot() {
-  const Settings s = settings();
-  record_instant(EventKind::kSettings, -1, s.fusion_threshold_bytes,
-                 static_cast<int32_t>(SettingKey::kFusionThresholdBytes));
-  record_instant(EventKind::kSettings, -1, std::llround(s.cycle_time_ms * 1e6),
-                 static_cast<int32_t>(SettingKey::kCycleTimeNs));
-  record_instant(EventKind::kSettings, -1, s.cache_enabled ? 1 : 0,
-                 static_cast<int32_t>(SettingKey::kCacheEnabled));
-  record_instant(EventKind::kSettings, -1, options_.cpu_allreduce == CpuAllreduce::kMpi ? 1 : 0,
-                 static_cast<int32_t>(SettingKey::kCpuAllreduceAlgorithm));
-}
-
-void Runtime::wait_for_cycle_boundary() {
-  // The background thread reads the recorder once per cycle; after the
-  // next cycle ends it no longer uses the old one.
-  const uint64_t start = cycles_done_.load();
-  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
-  while (!loop_exited_.load() && cycles_done_.load() < start + 2 && SteadyClock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-}
-
-Status Runtime::stop_trace() {
-  {
-    std::lock_guard<std::mutex> lock(trace_mu_);
-    if (!trace_) return Status::OK();
-    recorder_.store(nullptr);
-  }
-  wait_for_cycle_boundary();
-  return close_trace(/*measure_end_offset=*/false);
-}
-
-Status Runtime::close_trace(bool measure_end_offset) {
-  std::lock_guard<std::mutex> lock(trace_mu_);
-  if (!trace_) return Status::OK();
-  recorder_.store(nullptr);
-  if (measure_end_offset) {  // collective: every rank is shutting down
-    ClockOffset offset;
-    TraceWriter* w = trace_.get();
-    Status s = measure_clock_offset(
-        *transport_, [w] { return w->now_ns(); }, kShutdownTimeoutSeconds, &offset);
-    if (s.ok())
-      w->set_clock_offset_end(offset.offset_ns, offset.rtt_ns);
-    else
-      log(1, "warning: no clock offset at shutdown: " + s.to_string());
-  }
-  Status s = trace_->close();
-  closed_traces_.push_back(std::move(trace_));
-  return s;
-}
-
-void Runtime::mark_step(int64_t step) {
-  Recorder* rec = recorder_.load();
-  if (!rec) return;
-  TraceEvent e;
-  e.kind = static_cast<uint16_t>(EventKind::kStep);
-  e.start_ns = e.end_ns = rec->now_ns();
-  e.value = step;
-  e.aux = static_cast<int32_t>(step);
-  rec->record(e);
 }
 
 Status Runtime::submit(TensorEntry entry) {

@@ -72,6 +72,9 @@ class Runtime {
 
  private:
   Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options);
+  // Bound on waits while shutting down (a peer that is gone must not hold
+  // every rank for the full op timeout).
+  static constexpr double kShutdownTimeoutSeconds = 30.0;
   void loop();
   void wait_for_next_cycle();
   bool doorbell_rang();
