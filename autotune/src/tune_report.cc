@@ -27,15 +27,6 @@ std::string format_gain(const Gain& g) {
   return printf_string("%+.1f%% ± %.1f%%", g.percent(), g.percent_stddev());
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 nlohmann::json settings_json(const TuneSettings& s) {
   return {{"fusion_threshold_bytes", s.fusion_threshold_bytes},
           {"cycle_time_ms", s.cycle_time_ms},
@@ -172,7 +163,7 @@ Status make_settings_file(const std::vector<TraceScore>& trials, const Suggestio
   out->cache_enabled = chosen.cache_enabled;
   nlohmann::json provenance = {
       {"tool", "ringscope tune"},
-      {"created", utc_now()},
+      {"created", utc_timestamp()},
       {"pick", best ? "best predicted" : "next trial (expected improvement)"},
       {"exploratory", !best && s.exploratory},
       {"predicted", prediction_json(best ? s.recommended_prediction : s.next_prediction)},

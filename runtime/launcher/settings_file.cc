@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -184,6 +186,15 @@ Status write_settings_file(const std::string& path, const SettingsFile& settings
   out.close();
   if (!out) return Status(StatusCode::kIoError, "settings file '" + path + "': write failed");
   return Status::OK();
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 }  // namespace ringscope

@@ -50,4 +50,7 @@ Status format_settings_json(const SettingsFile& settings, std::string* text);
 // Writes format_settings_json's text to `path` (replacing the file).
 Status write_settings_file(const std::string& path, const SettingsFile& settings);
 
+// Now in UTC as "2026-11-29T20:10:58Z", for a settings file's provenance.
+std::string utc_timestamp();
+
 }  // namespace ringscope

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringscope/autotune/bayes_tuner.h"
+#include "settings_file.h"
 
 namespace ringscope {
 namespace {
@@ -36,15 +37,6 @@ double mad_of(const std::vector<double>& v, double median) {
 std::string format_rate(double bytes_per_second) {
   char text[64];
   std::snprintf(text, sizeof text, "%.4g MB/s", bytes_per_second / 1e6);
-  return text;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
 }
 
@@ -272,7 +264,7 @@ std::string ParameterManager::provenance_json() const {
   }
   nlohmann::json p = {{"tool", "ringscope online autotune"},
                       {"source", "online"},
-                      {"created", utc_now()},
+                      {"created", utc_timestamp()},
                       {"finished", done()},
                       {"stop_reason", done() ? stop_reason_ : "shut down before converging"},
                       {"chosen_trial", best_trial()},

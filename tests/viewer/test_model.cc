@@ -11,22 +11,12 @@
 
 #include "ringscope/trace_tools.h"
 #include "timeline_model.h"
-#include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
 
 namespace {
-
-test::SyntheticRun four_ranks() {
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 12;
-  run.straggler_rank = 2;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
-  return run;
-}
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -36,7 +26,7 @@ void write_file(const std::string& path, const std::string& bytes) {
 
 TEST_CASE("model loads every rank and lane into tracks", "[model]") {
   test::TempDir dir;
-  const test::SyntheticRun run = four_ranks();
+  const test::SyntheticRun run = test::four_ranks();
   test::write_synthetic_run(dir.file("run.sqlite"), run);
   TimelineModel model;
   REQUIRE(model.load({dir.file("run.sqlite")}).ok());
@@ -89,7 +79,7 @@ TEST_CASE("model loads every rank and lane into tracks", "[model]") {
 
 TEST_CASE("model loads on a worker thread with progress", "[model]") {
   test::TempDir dir;
-  test::SyntheticRun run = four_ranks();
+  test::SyntheticRun run = test::four_ranks();
   run.cycles = 200;
   test::write_synthetic_run(dir.file("run.sqlite"), run);
   TimelineModel model;
@@ -110,7 +100,7 @@ TEST_CASE("model loads on a worker thread with progress", "[model]") {
 
 TEST_CASE("a merged file and per-rank files give the same analysis", "[model]") {
   test::TempDir dir;
-  const auto paths = test::write_synthetic_run(dir.file("run.sqlite"), four_ranks());
+  const auto paths = test::write_synthetic_run(dir.file("run.sqlite"), test::four_ranks());
   REQUIRE(merge_traces(paths, dir.file("merged.sqlite")).ok());
   TimelineModel per_rank, merged;
   REQUIRE(per_rank.load(paths).ok());
@@ -128,7 +118,7 @@ TEST_CASE("a merged file and per-rank files give the same analysis", "[model]") 
 
 TEST_CASE("bad inputs fail with a message, never a crash", "[model][corrupt]") {
   test::TempDir dir;
-  const auto paths = test::write_synthetic_run(dir.file("run.sqlite"), four_ranks());
+  const auto paths = test::write_synthetic_run(dir.file("run.sqlite"), test::four_ranks());
   write_file(dir.file("garbage.sqlite"), std::string(4096, '\x5a'));
   write_file(dir.file("image.png"), std::string("\x89PNG\r\n\x1a\n", 8) + std::string(100, '\0'));
   write_file(dir.file("empty.sqlite"), "");

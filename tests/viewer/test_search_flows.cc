@@ -8,28 +8,16 @@
 #include "time_breakdown.h"
 #include "timeline_model.h"
 #include "trace_compare.h"
-#include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
 
-namespace {
-
-test::SyntheticRun four_ranks() {
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 12;
-  run.straggler_rank = 2;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
-  return run;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("tensor search, --select lookup, ring flows, breakdown", "[model][search]") {
   test::TempDir dir;
-  test::write_synthetic_run(dir.file("run.sqlite"), four_ranks());
+  test::write_synthetic_run(dir.file("run.sqlite"), test::four_ranks());
   TimelineModel model;
   REQUIRE(model.load({dir.file("run.sqlite")}).ok());
 
@@ -103,9 +91,9 @@ TEST_CASE("tensor search, --select lookup, ring flows, breakdown", "[model][sear
 
 TEST_CASE("compare two traces: phase totals and per-tensor means", "[model][compare]") {
   test::TempDir dir;
-  test::SyntheticRun b = four_ranks();
+  test::SyntheticRun b = test::four_ranks();
   b.world_size = 3;  // 4 ring steps instead of 6: collectives take 200 us, not 300 us
-  test::write_synthetic_run(dir.file("a.sqlite"), four_ranks());
+  test::write_synthetic_run(dir.file("a.sqlite"), test::four_ranks());
   test::write_synthetic_run(dir.file("b.sqlite"), b);
   TimelineModel ma, mb;
   REQUIRE(ma.load({dir.file("a.sqlite")}).ok());
