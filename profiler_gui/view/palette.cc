@@ -45,6 +45,14 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(140, 110, 200, 255);
     case EventKind::kRecursiveDoublingStep:
       return IM_COL32(123, 44, 191, 255);
+    case EventKind::kNcclReduceScatter:
+    case EventKind::kNcclNodeAllgather:
+      return IM_COL32(64, 160, 110, 255);
+    case EventKind::kHierarchicalCross:
+      return IM_COL32(46, 120, 90, 255);
+    case EventKind::kGpuCopyIn:
+    case EventKind::kGpuCopyOut:
+      return IM_COL32(214, 160, 90, 255);
     case EventKind::kCallback:
       return IM_COL32(138, 177, 125, 255);
     case EventKind::kSettings:
@@ -113,6 +121,16 @@ const char* kind_label(uint16_t kind) {
       return "broadcast step";
     case EventKind::kRecursiveDoublingStep:
       return "rec. doubling";
+    case EventKind::kNcclReduceScatter:
+      return "NCCL reduce-scatter (node)";
+    case EventKind::kNcclNodeAllgather:
+      return "NCCL allgather (node)";
+    case EventKind::kHierarchicalCross:
+      return "cross-node allreduce";
+    case EventKind::kGpuCopyIn:
+      return "GPU copy in";
+    case EventKind::kGpuCopyOut:
+      return "GPU copy out";
     case EventKind::kCallback:
       return "callback";
     case EventKind::kSettings:

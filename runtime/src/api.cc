@@ -4,6 +4,7 @@
 #include <future>
 #include <mutex>
 
+#include "device_collectives.h"
 #include "mpi_transport.h"
 #include "ringscope/ringscope_mpi.h"
 #include "runtime.h"
@@ -122,6 +123,8 @@ void shutdown() {
 
 bool is_initialized() { return current() != nullptr; }
 
+GpuInfo gpu_info() { return probe_gpu(); }
+
 #define RINGSCOPE_TOPOLOGY_GETTER(field)   \
   int field() {                            \
     Runtime* rt = current();               \
@@ -135,13 +138,23 @@ RINGSCOPE_TOPOLOGY_GETTER(cross_rank)
 RINGSCOPE_TOPOLOGY_GETTER(cross_size)
 #undef RINGSCOPE_TOPOLOGY_GETTER
 
+namespace {
+TensorEntry make_entry(Request req, const Device& device) {
+  TensorEntry e;
+  e.req = std::move(req);
+  e.req.device = device.cuda_ordinal < 0 ? -1 : device.cuda_ordinal;
+  e.ready_event = device.ready_event;
+  return e;
+}
+}  // namespace
+
 Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, void* output, ReduceOp op, DoneCallback done,
-                       double prescale, double postscale) {
+                       double prescale, double postscale, Device device) {
   Runtime* rt = current();
   if (!rt) return not_initialized();
-  TensorEntry e;
-  e.req = Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape};
+  TensorEntry e = make_entry(
+      Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape}, device);
   e.input = input;
   e.output = output;
   e.done = std::move(done);
@@ -149,11 +162,12 @@ Status allreduce_async(const std::string& name, DataType dtype, const Shape& sha
 }
 
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
-                       const void* input, AllgatherAllocator allocate, DoneCallback done) {
+                       const void* input, AllgatherAllocator allocate, DoneCallback done,
+                       Device device) {
   Runtime* rt = current();
   if (!rt) return not_initialized();
-  TensorEntry e;
-  e.req = Request{name, OpType::kAllgather, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape};
+  TensorEntry e = make_entry(
+      Request{name, OpType::kAllgather, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape}, device);
   e.input = input;
   e.allocate = std::move(allocate);
   e.done = std::move(done);
@@ -161,11 +175,11 @@ Status allgather_async(const std::string& name, DataType dtype, const Shape& sha
 }
 
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                       int root_rank, DoneCallback done) {
+                       int root_rank, DoneCallback done, Device device) {
   Runtime* rt = current();
   if (!rt) return not_initialized();
-  TensorEntry e;
-  e.req = Request{name, OpType::kBroadcast, dtype, ReduceOp::kSum, root_rank, 1.0, 1.0, shape};
+  TensorEntry e = make_entry(
+      Request{name, OpType::kBroadcast, dtype, ReduceOp::kSum, root_rank, 1.0, 1.0, shape}, device);
   e.input = buffer;
   e.output = buffer;
   e.done = std::move(done);
@@ -186,10 +200,10 @@ Status wait_for(Submit&& submit) {
 }  // namespace
 
 Status allreduce(const std::string& name, DataType dtype, const Shape& shape, const void* input,
-                 void* output, ReduceOp op, double prescale, double postscale) {
+                 void* output, ReduceOp op, double prescale, double postscale, Device device) {
   return wait_for([&](DoneCallback cb) {
     return allreduce_async(name, dtype, shape, input, output, op, std::move(cb), prescale,
-                           postscale);
+                           postscale, device);
   });
 }
 
@@ -206,9 +220,9 @@ Status allgather(const std::string& name, DataType dtype, const Shape& shape, co
 }
 
 Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                 int root_rank) {
+                 int root_rank, Device device) {
   return wait_for([&](DoneCallback cb) {
-    return broadcast_async(name, dtype, shape, buffer, root_rank, std::move(cb));
+    return broadcast_async(name, dtype, shape, buffer, root_rank, std::move(cb), device);
   });
 }
 

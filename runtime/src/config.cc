@@ -128,6 +128,16 @@ Status options_from_env(const EnvLookup& env, Options* out) {
                     "RINGSCOPE_CPU_ALLREDUCE='" + *v + "' is invalid: expected 'ring' or 'mpi'");
     }
   }
+  if (auto v = first({"RINGSCOPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE"})) {
+    if (v->second == "1" || v->second == "true") {
+      o.hierarchical_allreduce = true;
+    } else if (v->second == "0" || v->second == "false" || v->second.empty()) {
+      o.hierarchical_allreduce = false;
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    v->first + "='" + v->second + "' is invalid: expected 1/true or 0/false");
+    }
+  }
   if (auto v = env("RINGSCOPE_LOG_LEVEL")) {
     int64_t level = 0;
     s = parse_int("RINGSCOPE_LOG_LEVEL", *v, 0, 3, &level);

@@ -51,6 +51,9 @@ Response Coordinator::validate(const std::string& name,
   std::vector<std::pair<const char*, std::function<std::string(const Request&)>>> checks = {
       {"operation", [](const Request& r) { return std::string(op_type_name(r.op)); }},
       {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
+      // Each rank has its own GPU, so only host-versus-device must agree.
+      {"device (host or GPU)",
+       [](const Request& r) { return std::string(r.on_device() ? "GPU" : "host"); }},
   };
   if (op == OpType::kAllreduce) {
     checks.push_back(

@@ -9,8 +9,9 @@ bool fusable(const Response& r) {
 }
 
 bool compatible(const Response& a, const Response& b) {
-  return a.tensor.dtype == b.tensor.dtype && a.tensor.reduce == b.tensor.reduce &&
-         a.tensor.prescale == b.tensor.prescale && a.tensor.postscale == b.tensor.postscale;
+  return a.tensor.on_device() == b.tensor.on_device() && a.tensor.dtype == b.tensor.dtype &&
+         a.tensor.reduce == b.tensor.reduce && a.tensor.prescale == b.tensor.prescale &&
+         a.tensor.postscale == b.tensor.postscale;
 }
 
 }  // namespace

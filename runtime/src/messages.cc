@@ -70,12 +70,14 @@ void put_request(Writer& w, const Request& r) {
   w.put<double>(r.prescale);
   w.put<double>(r.postscale);
   w.i64s(r.shape);
+  w.put<int32_t>(r.device);
 }
 
 bool get_request(Reader& rd, Request* r) {
   uint8_t op, dtype, reduce;
   if (!rd.str(&r->name) || !rd.get(&op) || !rd.get(&dtype) || !rd.get(&reduce) ||
-      !rd.get(&r->root) || !rd.get(&r->prescale) || !rd.get(&r->postscale) || !rd.i64s(&r->shape))
+      !rd.get(&r->root) || !rd.get(&r->prescale) || !rd.get(&r->postscale) || !rd.i64s(&r->shape) ||
+      !rd.get(&r->device))
     return false;
   if (op > 2 || dtype > 6 || reduce > 3) return false;
   r->op = static_cast<OpType>(op);

@@ -24,6 +24,8 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   Shape shape;
+  int32_t device = -1;  // CUDA ordinal of the tensor on the sending rank, -1 = host
+  bool on_device() const { return device >= 0; }
 };
 
 // The coordinator's decision for one tensor; identical on every rank.

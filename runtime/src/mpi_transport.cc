@@ -89,21 +89,33 @@ MPI_Op mpi_op(ReduceOp op) {
 }  // namespace
 
 Status MpiTransport::create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out) {
+  return create_one(comm, /*with_cross=*/true, out);
+}
+
+Status MpiTransport::create_one(MPI_Comm comm, bool with_cross,
+                                std::unique_ptr<MpiTransport>* out) {
   std::unique_ptr<MpiTransport> t(new MpiTransport());
   if (MPI_Comm_dup(comm, &t->comm_) != MPI_SUCCESS)
     return Status(StatusCode::kInternal, "MPI_Comm_dup failed");
   MPI_Comm_set_errhandler(t->comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(t->comm_, &t->topo_.rank);
   MPI_Comm_size(t->comm_, &t->topo_.size);
-  MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-  MPI_Comm_split_type(t->comm_, MPI_COMM_TYPE_SHARED, t->topo_.rank, MPI_INFO_NULL, &local);
-  MPI_Comm_rank(local, &t->topo_.local_rank);
-  MPI_Comm_size(local, &t->topo_.local_size);
-  MPI_Comm_split(t->comm_, t->topo_.local_rank, t->topo_.rank, &cross);
-  MPI_Comm_rank(cross, &t->topo_.cross_rank);
-  MPI_Comm_size(cross, &t->topo_.cross_size);
-  MPI_Comm_free(&local);
-  MPI_Comm_free(&cross);
+  t->topo_.local_size = t->topo_.cross_size = 1;
+  t->topo_.local_rank = t->topo_.cross_rank = 0;
+  if (with_cross) {
+    MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+    MPI_Comm_split_type(t->comm_, MPI_COMM_TYPE_SHARED, t->topo_.rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &t->topo_.local_rank);
+    MPI_Comm_size(local, &t->topo_.local_size);
+    MPI_Comm_split(t->comm_, t->topo_.local_rank, t->topo_.rank, &cross);
+    MPI_Comm_rank(cross, &t->topo_.cross_rank);
+    MPI_Comm_size(cross, &t->topo_.cross_size);
+    Status s;
+    if (t->topo_.cross_size > 1) s = create_one(cross, /*with_cross=*/false, &t->cross_);
+    MPI_Comm_free(&local);
+    MPI_Comm_free(&cross);
+    if (!s.ok()) return s;
+  }
   *out = std::move(t);
   return Status::OK();
 }

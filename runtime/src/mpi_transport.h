@@ -13,6 +13,7 @@ namespace ringscope {
 class MpiTransport : public Transport {
  public:
   // Duplicates `comm`; the duplicate is freed in the destructor.
+  // Also builds the cross-node transport (ranks with the same local rank).
   static Status create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out);
   ~MpiTransport() override;
 
@@ -28,13 +29,17 @@ class MpiTransport : public Transport {
   Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline) override;
   Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                           Deadline deadline) override;
+  Transport* cross_node() override { return cross_.get(); }
 
  private:
   MpiTransport() = default;
   Status wait_request(MPI_Request* req, Deadline deadline, const char* what, WaitMode mode);
 
+  static Status create_one(MPI_Comm comm, bool with_cross, std::unique_ptr<MpiTransport>* out);
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   Topology topo_;
+  std::unique_ptr<MpiTransport> cross_;
 };
 
 }  // namespace ringscope

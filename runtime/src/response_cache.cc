@@ -15,7 +15,8 @@ bool ResponseCache::cacheable(const Response& r) {
 
 static bool same_params(const Request& a, const Request& b) {
   return a.op == b.op && a.dtype == b.dtype && a.reduce == b.reduce && a.root == b.root &&
-         a.prescale == b.prescale && a.postscale == b.postscale && a.shape == b.shape;
+         a.prescale == b.prescale && a.postscale == b.postscale && a.shape == b.shape &&
+         a.on_device() == b.on_device();
 }
 
 ResponseCache::Lookup ResponseCache::lookup(const Request& req, uint32_t* slot) const {

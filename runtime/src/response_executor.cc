@@ -36,17 +36,68 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
   return ctx;
 }
 
+ResponseExecutor::~ResponseExecutor() {
+  shutdown_device(0.0,
+                  Status(StatusCode::kShutdown, "the runtime was shut down", transport_->rank()));
+}
+
+void ResponseExecutor::shutdown_device(double timeout_seconds, const Status& reason) {
+  if (device_) device_->shutdown(timeout_seconds, reason);
+  device_.reset();
+}
+
+Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
+                                       const std::vector<TensorEntry*>& entries,
+                                       const ExecutionParams& p) {
+  const size_t first = g.members[0];
+  if (!device_ && device_failed_.ok()) {
+    DeviceSetup setup = device_setup_;
+    setup.world = transport_;
+    setup.cuda_ordinal = entries[first]->req.device;
+    setup.timeout_seconds = p.timeout_seconds;
+    device_failed_ = create_device_collectives(setup, &device_);
+  }
+  if (!device_failed_.ok()) return device_failed_;
+  DeviceCallContext ctx;
+  ctx.cycle = p.cycle;
+  ctx.recorder = p.recorder;
+  const Response& r = responses[first];
+  switch (r.tensor.op) {
+    case OpType::kAllreduce:
+      return device_->allreduce(g, responses, entries, ctx);
+    case OpType::kAllgather:
+      return device_->allgather(first, r, entries[first], ctx);
+    case OpType::kBroadcast:
+      return device_->broadcast(first, r, entries[first], ctx);
+  }
+  return Status(StatusCode::kInternal, "unknown op", transport_->rank());
+}
+
 Status ResponseExecutor::execute(const std::vector<Response>& responses,
                                  const std::vector<TensorEntry*>& entries, const ExecutionParams& p,
-                                 std::vector<Status>* results) {
+                                 std::vector<Status>* results, std::vector<char>* deferred) {
   // Until a group has run, its members carry the status of "not run".
   const Status not_run(StatusCode::kInternal, "not executed", transport_->rank());
   results->assign(responses.size(), not_run);
+  deferred->assign(responses.size(), 0);
   for (const FusionGroup& g : plan_fusion(responses, p.fusion_threshold_bytes)) {
     const size_t first = g.members[0];
     const Response& r = responses[first];
     if (r.kind == Response::Kind::kError) {
       (*results)[first] = Status(StatusCode::kMismatch, r.error, transport_->rank());
+      continue;
+    }
+    if (r.tensor.on_device()) {
+      Status s = run_on_device(g, responses, entries, p);
+      if (!s.ok()) {
+        for (Status& res : *results)
+          if (res.code() == StatusCode::kInternal && res.message() == "not executed") res = s;
+        return s;
+      }
+      for (size_t m : g.members) {
+        (*results)[m] = Status::OK();
+        (*deferred)[m] = 1;
+      }
       continue;
     }
     Status s, local;

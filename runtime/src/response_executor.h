@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collective_context.h"
+#include "device_collectives.h"
 #include "fusion_planner.h"
 #include "host_buffer.h"
 #include "tensor_queue.h"
@@ -36,16 +37,31 @@ struct ExecutionParams {
 class ResponseExecutor {
  public:
   explicit ResponseExecutor(Transport* transport) : transport_(transport) {}
+  ~ResponseExecutor();
+
+  // How to start the GPU path on the first device response (the NCCL
+  // bootstrap is collective: every rank reaches it in the same cycle).
+  // cuda_ordinal is taken from that response's entry.
+  void set_device_setup(const DeviceSetup& setup) { device_setup_ = setup; }
 
   // entries[i] is this rank's entry for responses[i]. Fills (*results)[i]
-  // with each op's outcome. Returns non-OK only for a failure that breaks the
-  // whole group of ranks (a peer timed out): the caller must stop.
+  // with each op's outcome. Device ops are only enqueued: (*deferred)[i] is
+  // then 1, the entry has been moved to the GPU path, and it completes later
+  // through DeviceSetup::complete. Returns non-OK only for a failure that
+  // breaks the whole group of ranks (a peer timed out): the caller must stop.
   Status execute(const std::vector<Response>& responses, const std::vector<TensorEntry*>& entries,
-                 const ExecutionParams& params, std::vector<Status>* results);
+                 const ExecutionParams& params, std::vector<Status>* results,
+                 std::vector<char>* deferred);
+
+  // Finishes the GPU path: waits up to `timeout_seconds` for device work and
+  // completes what is left with `reason`.
+  void shutdown_device(double timeout_seconds, const Status& reason);
 
   size_t fusion_buffer_bytes() const { return fusion_.size(); }
 
  private:
+  Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
+                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
   Status run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
                        const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
   Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
@@ -60,6 +76,9 @@ class ResponseExecutor {
   HostBuffer fusion_;
   HostBuffer scratch_;
   HostBuffer gather_fallback_;
+  DeviceSetup device_setup_;
+  std::unique_ptr<DeviceCollectives> device_;
+  Status device_failed_;  // the GPU path could not start: every device op fails with it
 };
 
 }  // namespace ringscope

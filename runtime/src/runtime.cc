@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "control_vector.h"
+#include "gpu_plan.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -40,6 +41,14 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
   if (options.autotune.enabled && topology.rank == 0)
     tuner_ =
         std::make_unique<ParameterManager>(options.autotune, settings_, options.cache_capacity > 0);
+  DeviceSetup device;
+  device.cross = transport_->cross_node();
+  device.topology = topology;
+  device.hierarchical_allreduce = options.hierarchical_allreduce;
+  device.complete = [this](TensorEntry& entry, const Status& status) {
+    finish_entry(entry, status);
+  };
+  executor_.set_device_setup(device);
 }
 
 Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& topology,
@@ -68,6 +77,9 @@ void Runtime::shutdown() {
   shutdown_requested_.store(true);
   queue_.wake();
   if (thread_.joinable()) thread_.join();
+  // Device ops still on the GPU finish (or time out) before the trace closes.
+  executor_.shutdown_device(kShutdownTimeoutSeconds,
+                            Status(StatusCode::kShutdown, "the runtime was shut down", rank()));
   write_autotune_output();
   Status s = close_trace(/*measure_end_offset=*/true);
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
@@ -88,10 +100,34 @@ Status Runtime::submit(TensorEntry entry) {
   if (r.op == OpType::kAllgather && !entry.allocate)
     return Status(StatusCode::kInvalidArgument,
                   "allgather of '" + r.name + "' needs an output allocator", rank());
+  if (r.on_device()) {
+    Status s = check_device(r);
+    if (!s.ok()) return s;
+  }
   entry.enqueued_at = SteadyClock::now();
   Recorder* rec = recorder_.load();
   entry.enqueue_ns = rec ? rec->now_ns() : 0;
   return queue_.push(std::move(entry));
+}
+
+Status Runtime::check_device(const Request& r) {
+  std::call_once(gpu_probe_once_, [this] { gpu_info_ = probe_gpu(); });
+  if (!gpu_info_.problem.empty())
+    return Status(StatusCode::kUnimplemented,
+                  gpu::device_unavailable_message(r.name, r.device, gpu_info_.problem), rank());
+  if (r.device >= gpu_info_.device_count)
+    return Status(StatusCode::kInvalidArgument,
+                  "tensor '" + r.name + "' is on cuda:" + std::to_string(r.device) + " but only " +
+                      std::to_string(gpu_info_.device_count) + " CUDA device(s) are visible",
+                  rank());
+  int expected = -1;
+  if (!device_in_use_.compare_exchange_strong(expected, r.device) && expected != r.device)
+    return Status(StatusCode::kInvalidArgument,
+                  "tensor '" + r.name + "' is on cuda:" + std::to_string(r.device) +
+                      " but this rank already uses cuda:" + std::to_string(expected) +
+                      " (one GPU per rank: its NCCL communicator is bound to one device)",
+                  rank());
+  return Status::OK();
 }
 
 Status Runtime::propose_settings(const Settings& s) {
@@ -470,7 +506,8 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   p.recorder = rec;
   p.decided_ns = decided_ns;
   std::vector<Status> results;
-  Status fatal = executor_.execute(responses, entries, p, &results);
+  std::vector<char> deferred;
+  Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
 
   // The cache changes in response order on every rank, so it stays identical.
   for (const Response& r : responses) {
@@ -487,6 +524,10 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
         responses[i].tensor.op == OpType::kAllreduce)
       allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
+    if (deferred[i]) {  // moved to the GPU path, which completes it
+      pending_.erase(responses[i].tensor.name);
+      continue;
+    }
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
     finish_entry(*entries[i], results[i]);
     pending_.erase(responses[i].tensor.name);

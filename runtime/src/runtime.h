@@ -85,6 +85,8 @@ class Runtime {
   // Returns the bytes of allreduces that succeeded (the autotuner's score).
   int64_t execute(std::vector<Response>& responses, int64_t decided_ns);
   void finish_entry(TensorEntry& entry, const Status& status);
+  // A device tensor can run here (GPU build, device visible, one device per rank).
+  Status check_device(const Request& r);
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
   void apply_settings(const Settings& agreed, bool at_cycle_end);
@@ -138,6 +140,10 @@ class Runtime {
   void wait_for_cycle_boundary();
   void record_settings_snapshot();
   Status close_trace(bool measure_end_offset);
+
+  std::once_flag gpu_probe_once_;
+  GpuInfo gpu_info_;
+  std::atomic<int> device_in_use_{-1};
 
   mutable std::mutex counters_mu_;
   Counters counters_;

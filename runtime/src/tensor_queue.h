@@ -22,6 +22,7 @@ struct TensorEntry {
   void* output = nullptr;
   AllgatherAllocator allocate;
   DoneCallback done;
+  void* ready_event = nullptr;  // device tensors: cudaEvent_t to wait for (or null)
   SteadyClock::time_point enqueued_at;
   int64_t enqueue_ns = 0;  // on the recorder's clock (0 when not tracing)
   // Owned by the background thread after drain():

@@ -86,6 +86,11 @@ class Transport {
   // kUnimplemented where there is none or the dtype is not supported.
   virtual Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                                   Deadline deadline);
+
+  // The ranks with this rank's local rank on every node (the hierarchical
+  // allreduce's cross-node step), or null where there is only one node's
+  // worth of ranks (ranks as threads). Owned by this transport.
+  virtual Transport* cross_node() { return nullptr; }
 };
 
 // How to poll while waiting. kData: data transfers, which complete soon -

@@ -47,17 +47,31 @@ constexpr EventKindInfo kKinds[] = {
     {K::kBroadcast, "BROADCAST", L::kCollective, true,
      "whole broadcast collective; peer_send = root"},
     {K::kNcclAllreduce, "NCCL_ALLREDUCE", L::kCollective, true,
-     "NCCL allreduce, device times on the host clock"},
+     "whole device allreduce: device times on the host clock, value = host enqueue time, aux = "
+     "CUDA stream, step = algorithm (0 NCCL, 2 hierarchical), peer_send = tensors, bytes"},
     {K::kNcclAllgather, "NCCL_ALLGATHER", L::kCollective, true,
-     "NCCL allgather, device times on the host clock"},
+     "device allgather: device times on the host clock, value = host enqueue time, aux = stream"},
     {K::kNcclBroadcast, "NCCL_BROADCAST", L::kCollective, true,
-     "NCCL broadcast, device times on the host clock"},
+     "device broadcast: device times on the host clock, value = host enqueue time, aux = stream"},
     {K::kDropped, "DROPPED", L::kErrors, false,
      "writer dropped aux events since the last mark; value = total so far"},
     {K::kAutotuneTrial, "AUTOTUNE_TRIAL", L::kAutotune, true,
      "one autotune sampling window; aux = trial"},
     {K::kRecursiveDoublingStep, "RECURSIVE_DOUBLING_STEP", L::kRing, true,
      "one exchange of a recursive-doubling allreduce (small buffers); peers and bytes"},
+    {K::kNcclReduceScatter, "NCCL_REDUCE_SCATTER", L::kRing, true,
+     "hierarchical allreduce: NCCL reduce-scatter inside the node; device times, value = host "
+     "enqueue time, aux = stream"},
+    {K::kGpuCopyIn, "GPU_COPY_IN", L::kFusion, true,
+     "copy kernel into the device fusion buffer (applies prescale); device times, value = host "
+     "enqueue time, aux = stream, peer_send = tensors"},
+    {K::kGpuCopyOut, "GPU_COPY_OUT", L::kFusion, true,
+     "copy kernel out of the device fusion buffer (applies postscale); device times as above"},
+    {K::kHierarchicalCross, "HIERARCHICAL_CROSS", L::kRing, true,
+     "hierarchical allreduce: this rank's shard allreduced across nodes on the host; bytes = "
+     "shard, peer_send = nodes"},
+    {K::kNcclNodeAllgather, "NCCL_NODE_ALLGATHER", L::kRing, true,
+     "hierarchical allreduce: NCCL allgather inside the node; device times as above"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

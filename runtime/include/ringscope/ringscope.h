@@ -36,6 +36,35 @@ const char* dtype_name(DataType dtype);
 const char* reduce_op_name(ReduceOp op);
 
 using Shape = std::vector<int64_t>;
+
+// Where a tensor's memory lives. Device tensors go through NCCL (docs/gpu.md)
+// and need a build with CUDA + NCCL and a visible GPU; otherwise submitting
+// one fails at once with the reason. One CUDA device per rank.
+struct Device {
+  int cuda_ordinal = -1;  // -1: host memory; >= 0: that CUDA device
+  // Optional cudaEvent_t (as void*) that completes when the input is ready;
+  // the runtime's stream waits for it before reading. Null: the input must
+  // already be complete when it is submitted.
+  void* ready_event = nullptr;
+
+  static Device cpu() { return Device{}; }
+  static Device cuda(int ordinal, void* ready_event = nullptr) {
+    Device d;
+    d.cuda_ordinal = ordinal;
+    d.ready_event = ready_event;
+    return d;
+  }
+  bool is_cuda() const { return cuda_ordinal >= 0; }
+};
+
+// What this process can do on GPUs (works before init).
+struct GpuInfo {
+  bool built_with_cuda = false;  // compiled with CUDA + NCCL
+  int device_count = 0;          // visible CUDA devices
+  std::string problem;           // why device tensors cannot run, "" if they can
+  std::string versions;          // CUDA runtime / driver / NCCL versions when built
+};
+GpuInfo gpu_info();
 int64_t num_elements(const Shape& shape);
 
 // Called exactly once per submitted op, on the runtime's background thread,
@@ -76,8 +105,11 @@ struct Options {
   double stall_shutdown_seconds = 0.0;  // 0 = never abort on a stall
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed
   CpuAllreduce cpu_allreduce = CpuAllreduce::kRing;
-  int log_level = 1;       // 0 quiet, 1 warnings, 2 info, 3 debug
-  std::string trace_path;  // empty = tracing off
+  // Device allreduce: NCCL reduce-scatter inside each node, an allreduce
+  // across nodes on host buffers, NCCL allgather inside the node.
+  bool hierarchical_allreduce = false;  // RINGSCOPE_HIERARCHICAL_ALLREDUCE
+  int log_level = 1;                    // 0 quiet, 1 warnings, 2 info, 3 debug
+  std::string trace_path;               // empty = tracing off
   AutotuneOptions autotune;
 
   // Reads the environment on top of `defaults`. Invalid values fail with a
@@ -105,25 +137,30 @@ int cross_size();
 // Asynchronous collectives. `name` must be identical on every rank and unique
 // among ops in flight. `input` and `output` may be the same buffer; both must
 // stay valid until `done` runs. The returned status reports only immediate
-// rejection (not initialised, duplicate name, bad arguments); otherwise
-// `done` reports the outcome.
+// rejection (not initialised, duplicate name, bad arguments, a device tensor
+// where no GPU can run it); otherwise `done` reports the outcome. `device`
+// says where the buffers live (every rank must use the same kind); for a
+// device allgather the allocator must return device memory.
 Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, void* output, ReduceOp op, DoneCallback done,
-                       double prescale = 1.0, double postscale = 1.0);
+                       double prescale = 1.0, double postscale = 1.0,
+                       Device device = Device::cpu());
 // Gathers along dim 0; dim 0 may differ per rank, other dims must agree.
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
-                       const void* input, AllgatherAllocator allocate, DoneCallback done);
+                       const void* input, AllgatherAllocator allocate, DoneCallback done,
+                       Device device = Device::cpu());
 // In place: `buffer` on root_rank is sent to every rank's `buffer`.
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                       int root_rank, DoneCallback done);
+                       int root_rank, DoneCallback done, Device device = Device::cpu());
 
 // Blocking wrappers: submit and wait for the callback.
 Status allreduce(const std::string& name, DataType dtype, const Shape& shape, const void* input,
-                 void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0);
+                 void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0,
+                 Device device = Device::cpu());
 Status allgather(const std::string& name, DataType dtype, const Shape& shape, const void* input,
                  std::vector<uint8_t>* output, Shape* output_shape);
 Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                 int root_rank);
+                 int root_rank, Device device = Device::cpu());
 
 // Tracing (see docs/trace-schema.md). start_trace is collective: every rank
 // calls it; each writes <base>.rank<r>.sqlite. RINGSCOPE_TRACE=<base> starts

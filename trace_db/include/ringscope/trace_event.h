@@ -11,34 +11,44 @@ namespace ringscope {
 // Every kind of event the runtime records. Values are part of schema v1:
 // never renumber, only append.
 enum class EventKind : uint16_t {
-  kCycle = 1,               // span: one background-loop iteration that did work
-  kEnqueue = 2,             // instant: a tensor was submitted on this rank
-  kNegotiate = 3,           // span: from this rank's enqueue to the decision
-  kReady = 4,               // instant (coordinator): a rank's request arrived
-  kFusion = 5,              // span: one fused group executed (bytes = total)
-  kFusionMember = 6,        // instant: one tensor of a fusion group (aux = offset)
-  kMemcpyIn = 7,            // span: copy into the fusion buffer / output
-  kMemcpyOut = 8,           // span: copy out of the fusion buffer
-  kRingReduceScatter = 9,   // span: one reduce-scatter step of a ring
-  kRingAllgather = 10,      // span: one allgather step of a ring (allreduce)
-  kAllgatherStep = 11,      // span: one step of a ring allgather(v) op
-  kBroadcastStep = 12,      // span: one hop of a chain broadcast
-  kCallback = 13,           // span: user callbacks of a response
-  kSettings = 14,           // instant: settings took effect (see SettingKey)
-  kError = 15,              // instant: an op failed (text = message)
-  kStall = 16,              // instant: stall warning (text = message)
-  kStep = 17,               // instant: user step mark (aux = step number)
-  kAllreduce = 18,          // span: a whole allreduce collective (one group)
-  kMpiAllreduce = 19,       // span: MPI_Allreduce used instead of the ring
-  kAllgather = 20,          // span: a whole allgather collective
-  kBroadcast = 21,          // span: a whole broadcast collective
-  kNcclAllreduce = 22,      // span: NCCL allreduce (device times)
-  kNcclAllgather = 23,      // span: NCCL allgather (device times)
-  kNcclBroadcast = 24,      // span: NCCL broadcast (device times)
-  kDropped = 25,            // instant: writer dropped events (aux = count)
-  kAutotuneTrial = 26,      // span: one autotune sampling window (aux = trial)
+  kCycle = 1,                   // span: one background-loop iteration that did work
+  kEnqueue = 2,                 // instant: a tensor was submitted on this rank
+  kNegotiate = 3,               // span: from this rank's enqueue to the decision
+  kReady = 4,                   // instant (coordinator): a rank's request arrived
+  kFusion = 5,                  // span: one fused group executed (bytes = total)
+  kFusionMember = 6,            // instant: one tensor of a fusion group (aux = offset)
+  kMemcpyIn = 7,                // span: copy into the fusion buffer / output
+  kMemcpyOut = 8,               // span: copy out of the fusion buffer
+  kRingReduceScatter = 9,       // span: one reduce-scatter step of a ring
+  kRingAllgather = 10,          // span: one allgather step of a ring (allreduce)
+  kAllgatherStep = 11,          // span: one step of a ring allgather(v) op
+  kBroadcastStep = 12,          // span: one hop of a chain broadcast
+  kCallback = 13,               // span: user callbacks of a response
+  kSettings = 14,               // instant: settings took effect (see SettingKey)
+  kError = 15,                  // instant: an op failed (text = message)
+  kStall = 16,                  // instant: stall warning (text = message)
+  kStep = 17,                   // instant: user step mark (aux = step number)
+  kAllreduce = 18,              // span: a whole allreduce collective (one group)
+  kMpiAllreduce = 19,           // span: MPI_Allreduce used instead of the ring
+  kAllgather = 20,              // span: a whole allgather collective
+  kBroadcast = 21,              // span: a whole broadcast collective
+  kNcclAllreduce = 22,          // span: NCCL allreduce (device times)
+  kNcclAllgather = 23,          // span: NCCL allgather (device times)
+  kNcclBroadcast = 24,          // span: NCCL broadcast (device times)
+  kDropped = 25,                // instant: writer dropped events (aux = count)
+  kAutotuneTrial = 26,          // span: one autotune sampling window (aux = trial)
   kRecursiveDoublingStep = 27,  // span: one exchange of a recursive-doubling allreduce
+  kNcclReduceScatter = 28,      // span: NCCL reduce-scatter in a node (device times)
+  kGpuCopyIn = 29,              // span: copy kernel into the device fusion buffer (device times)
+  kGpuCopyOut = 30,             // span: copy kernel out of it / postscale (device times)
+  kHierarchicalCross = 31,      // span: hierarchical allreduce's cross-node step (host)
+  kNcclNodeAllgather = 32,      // span: NCCL allgather in a node, hierarchical (device times)
 };
+
+// Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted
+// to the host clock, value = when the host enqueued the work (same clock),
+// aux = CUDA stream id, step = DeviceAllreduce algorithm (0 NCCL, 2
+// hierarchical), peer_send = tensors in the op.
 
 // Which setting a kSettings event reports (stored in TraceEvent::peer_send).
 enum class SettingKey : int32_t {
@@ -71,7 +81,7 @@ struct TraceEvent {
   int32_t aux = 0;         // kind-specific small value
   uint16_t kind = 0;       // EventKind
   uint16_t reserved = 0;
-  uint32_t thread = 0;     // small id of the recording thread
+  uint32_t thread = 0;  // small id of the recording thread
 };
 static_assert(sizeof(TraceEvent) == 72, "TraceEvent layout is part of the ABI");
 
