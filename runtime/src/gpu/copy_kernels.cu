@@ -94,17 +94,24 @@ unsigned blocks_for(size_t largest_items) {
   return static_cast<unsigned>(std::clamp<size_t>(b, 1, kMaxBlocksX));
 }
 
+// One launch's descriptors, and the largest span in it.
+CopyBatch make_batch(const std::vector<CopySpan>& launch, size_t* largest) {
+  CopyBatch b{};
+  *largest = 0;
+  for (size_t i = 0; i < launch.size(); ++i) {
+    b.src[i] = launch[i].src;
+    b.dst[i] = launch[i].dst;
+    b.count[i] = launch[i].count;
+    *largest = std::max(*largest, launch[i].count);
+  }
+  return b;
+}
+
 template <typename T, typename C>
 cudaError_t launch_typed(const std::vector<CopySpan>& spans, double scale, cudaStream_t stream) {
   for (const std::vector<CopySpan>& launch : batch_copies(spans)) {
-    CopyBatch b{};
     size_t largest = 0;
-    for (size_t i = 0; i < launch.size(); ++i) {
-      b.src[i] = launch[i].src;
-      b.dst[i] = launch[i].dst;
-      b.count[i] = launch[i].count;
-      largest = std::max(largest, launch[i].count);
-    }
+    CopyBatch b = make_batch(launch, &largest);
     dim3 grid(blocks_for(largest), static_cast<unsigned>(launch.size()));
     scaled_copy_kernel<T, C><<<grid, kThreads, 0, stream>>>(b, static_cast<C>(scale));
     cudaError_t e = cudaGetLastError();
@@ -118,14 +125,8 @@ cudaError_t launch_bytes(const std::vector<CopySpan>& spans, size_t element_size
   std::vector<CopySpan> in_bytes = spans;
   for (CopySpan& s : in_bytes) s.count *= element_size;
   for (const std::vector<CopySpan>& launch : batch_copies(in_bytes)) {
-    CopyBatch b{};
     size_t largest = 0;
-    for (size_t i = 0; i < launch.size(); ++i) {
-      b.src[i] = launch[i].src;
-      b.dst[i] = launch[i].dst;
-      b.count[i] = launch[i].count;
-      largest = std::max(largest, launch[i].count);
-    }
+    CopyBatch b = make_batch(launch, &largest);
     // A thread moves 16 bytes per word on the aligned path.
     dim3 grid(blocks_for((largest + 15) / 16), static_cast<unsigned>(launch.size()));
     copy_bytes_kernel<<<grid, kThreads, 0, stream>>>(b);

@@ -21,25 +21,35 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
   const ReduceOp node_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
   Status s;
 
+  // One in-node NCCL step between two events, traced as `kind`.
+  auto node_step = [&](EventKind kind, const char* what, auto&& call) {
+    cudaEvent_t begin, end;
+    Status st = mark_event(r.events, r.stream, job, r.world_rank, &begin);
+    if (!st.ok()) return st;
+    const int64_t enqueued = now();
+    st = r.node->settle(call(), what, deadline());
+    if (!st.ok()) return st;
+    st = mark_event(r.events, r.stream, job, r.world_rank, &end);
+    if (!st.ok()) return st;
+    DeviceSpan span;
+    span.kind = kind;
+    span.begin = begin;
+    span.end = end;
+    span.host_enqueue_ns = enqueued;
+    span.bytes = static_cast<int64_t>(layout.padded_count * es);
+    span.seq_index = seq_index;
+    span.name_id = name_id;
+    span.algorithm = static_cast<int32_t>(DeviceAllreduce::kHierarchical);
+    job->spans.push_back(span);
+    return Status::OK();
+  };
+
   // 1. Reduce-scatter inside the node (in place: the shard is this rank's slice).
-  cudaEvent_t rs_begin, rs_end;
-  if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &rs_begin)).ok()) return s;
-  const int64_t rs_enqueued = now();
-  s = r.node->settle(ncclReduceScatter(buffer, shard, layout.shard_count, nccl_dtype(dtype),
-                                       nccl_op(node_op), r.node->get(), r.stream),
-                     "ncclReduceScatter", deadline());
+  s = node_step(EventKind::kNcclReduceScatter, "ncclReduceScatter", [&] {
+    return ncclReduceScatter(buffer, shard, layout.shard_count, nccl_dtype(dtype), nccl_op(node_op),
+                             r.node->get(), r.stream);
+  });
   if (!s.ok()) return s;
-  if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &rs_end)).ok()) return s;
-  DeviceSpan rs{EventKind::kNcclReduceScatter,
-                rs_begin,
-                rs_end,
-                rs_enqueued,
-                static_cast<int64_t>(layout.padded_count * es),
-                seq_index,
-                name_id,
-                1,
-                static_cast<int32_t>(DeviceAllreduce::kHierarchical)};
-  job->spans.push_back(rs);
 
   // 2. Across nodes, on the host.
   if (r.cross && r.cross->size() > 1 && shard_bytes > 0) {
@@ -79,25 +89,10 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
   }
 
   // 3. Allgather inside the node (in place).
-  cudaEvent_t ag_begin, ag_end;
-  if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &ag_begin)).ok()) return s;
-  const int64_t ag_enqueued = now();
-  s = r.node->settle(
-      ncclAllGather(shard, buffer, layout.shard_count, nccl_dtype(dtype), r.node->get(), r.stream),
-      "ncclAllGather", deadline());
-  if (!s.ok()) return s;
-  if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &ag_end)).ok()) return s;
-  DeviceSpan ag{EventKind::kNcclNodeAllgather,
-                ag_begin,
-                ag_end,
-                ag_enqueued,
-                static_cast<int64_t>(layout.padded_count * es),
-                seq_index,
-                name_id,
-                1,
-                static_cast<int32_t>(DeviceAllreduce::kHierarchical)};
-  job->spans.push_back(ag);
-  return Status::OK();
+  return node_step(EventKind::kNcclNodeAllgather, "ncclAllGather", [&] {
+    return ncclAllGather(shard, buffer, layout.shard_count, nccl_dtype(dtype), r.node->get(),
+                         r.stream);
+  });
 }
 
 }  // namespace ringscope::gpu
