@@ -20,6 +20,8 @@
 namespace ringscope::view {
 namespace {
 
+static_assert(GLFW_KEY_F5 == 294, "viewer_files.cc's kKeyF5 is GLFW's F5");
+
 constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 void setup_imgui() {
@@ -49,6 +51,31 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
   out << "flows " << l.flow_arrows << "\n";
   out << "search " << l.search_rows << "\n";
   out << "compare " << l.compare_rows << "\n";
+  // The Tune panel (when drawn): trials, plot axes, points, heat map.
+  const TuneLayout& t = l.tune;
+  auto rect = [&](const ImVec4& r) { out << r.x << " " << r.y << " " << r.z << " " << r.w; };
+  out << "tune_trials " << t.trials << " " << (t.fitted ? 1 : 0) << "\n";
+  out << "tune_threshold_plot ";
+  rect(t.threshold_plot);
+  out << " " << t.score_lo << " " << t.score_hi << "\n";
+  out << "tune_cycle_plot ";
+  rect(t.cycle_plot);
+  out << " " << t.score_lo << " " << t.score_hi << "\n";
+  for (const ImVec2& p : t.threshold_points)
+    out << "tune_point threshold " << p.x << " " << p.y << "\n";
+  for (const ImVec2& p : t.cycle_points) out << "tune_point cycle " << p.x << " " << p.y << "\n";
+  out << "tune_heatmap ";
+  rect(t.heat_map);
+  out << "\ntune_legend ";
+  rect(t.heat_legend);
+  out << "\ntune_suggestion " << t.suggestion.x << " " << t.suggestion.y << "\n";
+  // The Open dialog (when drawn), the bookmarks panel and the visible range.
+  out << "open_dialog " << l.open_dialog_entries << " " << l.open_dialog_recent << " "
+      << l.open_dialog_recent_missing << " " << l.open_dialog_rect.x << " " << l.open_dialog_rect.y
+      << " " << l.open_dialog_rect.z << " " << l.open_dialog_rect.w << "\n";
+  out << "bookmarks " << l.bookmark_rows << "\n";
+  if (viewer.load_state() == LoadState::kReady)
+    out << "view " << viewer.state().view_begin_ns << " " << viewer.state().view_end_ns << "\n";
   for (const FrameLayout::Band& b : l.bands)
     out << "band " << b.rank << " " << b.y0 << " " << b.y1 << " " << b.header_y0 << " "
         << b.header_y1 << " " << b.label_x0 << " " << b.label_x1 << "\n";
@@ -71,9 +98,17 @@ int run_headless(const ViewerOptions& options) {
 
   // Loop: frames while loading, then options.frames more once it is done.
   std::vector<double> frame_ms, ui_ms;
+  std::vector<std::string> then_open = options.then_open;
   while (static_cast<int>(frame_ms.size()) < options.frames) {
-    const bool done =
-        viewer.load_state() == LoadState::kReady || viewer.load_state() == LoadState::kFailed;
+    LoadState load = viewer.load_state();
+    if (!then_open.empty() && load != LoadState::kLoading && !frame_ms.empty()) {
+      viewer.open(std::move(then_open));  // --then-open: replace the trace shown
+      then_open.clear();
+      frame_ms.clear(), ui_ms.clear();
+      load = viewer.load_state();
+    }
+    const bool done =  // kIdle: no trace given, the Open dialog or the welcome screen
+        load == LoadState::kReady || load == LoadState::kFailed || load == LoadState::kIdle;
     const auto start = std::chrono::steady_clock::now();
     if (done && options.pan != 0) viewer.pan_fraction(options.pan);
     ImGui_ImplOpenGL3_NewFrame();
@@ -133,7 +168,8 @@ int run_window(const ViewerOptions& options) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  const std::string title = "ringscope-view - " + options.traces.front();
+  const std::string title =
+      "ringscope-view" + (options.traces.empty() ? std::string() : " - " + options.traces.front());
   GLFWwindow* window =
       glfwCreateWindow(options.width, options.height, title.c_str(), nullptr, nullptr);
   if (!window) {
@@ -147,6 +183,12 @@ int run_window(const ViewerOptions& options) {
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
   Viewer viewer(options);
+  // Files dropped on the window replace the trace (several: per-rank files).
+  glfwSetWindowUserPointer(window, &viewer);
+  glfwSetDropCallback(window, [](GLFWwindow* w, int count, const char** paths) {
+    std::vector<std::string> inputs(paths, paths + count);
+    static_cast<Viewer*>(glfwGetWindowUserPointer(w))->open(std::move(inputs));
+  });
 
   // Loop.
   while (!glfwWindowShouldClose(window)) {

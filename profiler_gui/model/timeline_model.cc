@@ -6,6 +6,8 @@
 #include <chrono>
 #include <map>
 
+#include "trace_watch.h"
+
 namespace ringscope::view {
 
 TimelineModel::TimelineModel() = default;
@@ -21,6 +23,8 @@ void TimelineModel::start_loading(std::vector<std::string> inputs) {
   cancel_ = false;
   inputs_ = std::move(inputs);
   trace_.reset();
+  refreshed_.reset();
+  refresh_state_ = static_cast<int>(RefreshState::kNone);
   error_ = Status::OK();
   detail_ref_.reset();
   state_ = static_cast<int>(LoadState::kLoading);
@@ -41,6 +45,45 @@ Status TimelineModel::load(const std::vector<std::string>& inputs) {
   start_loading(inputs);
   worker_.join();
   return state() == LoadState::kReady ? Status::OK() : error_;
+}
+
+void TimelineModel::start_refresh() {
+  if (state() != LoadState::kReady || refresh_state() == RefreshState::kRunning) return;
+  if (worker_.joinable()) worker_.join();  // the finished first load, or an older refresh
+  cancel_ = false;
+  refreshed_.reset();
+  refresh_state_ = static_cast<int>(RefreshState::kRunning);
+  worker_ = std::thread([this, inputs = inputs_] {
+    auto loaded = std::make_unique<LoadedTrace>();
+    Status status = load_into(inputs, loaded.get());
+    if (status.ok()) {
+      refreshed_ = std::move(loaded);
+      refresh_state_.store(static_cast<int>(RefreshState::kDone), std::memory_order_release);
+    } else {
+      refresh_error_ = status;
+      refresh_state_.store(static_cast<int>(RefreshState::kFailed), std::memory_order_release);
+    }
+  });
+}
+
+Status TimelineModel::finish_refresh() {
+  const RefreshState s = refresh_state();
+  if (s == RefreshState::kNone || s == RefreshState::kRunning)
+    return Status(StatusCode::kInvalidArgument, "no finished refresh");
+  if (worker_.joinable()) worker_.join();
+  refresh_state_ = static_cast<int>(RefreshState::kNone);
+  if (s == RefreshState::kFailed) return refresh_error_;
+  trace_ = std::move(refreshed_);
+  detail_ref_.reset();
+  detail_.reset();
+  return Status::OK();
+}
+
+Status TimelineModel::refresh() {
+  if (state() != LoadState::kReady) return Status(StatusCode::kInvalidArgument, "nothing loaded");
+  start_refresh();
+  if (worker_.joinable()) worker_.join();
+  return finish_refresh();
 }
 
 LoadProgress TimelineModel::progress() const {
@@ -64,7 +107,16 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
   events_loaded_ = 0;
   set_phase("opening", 0);
   if (inputs.empty()) return Status(StatusCode::kInvalidArgument, "no trace file given");
-  if (Status s = out->reader.open(inputs); !s.ok()) return s;
+  // Files a run is still writing are read through consistent copies, so the
+  // viewer never holds a lock on them (live_snapshot.h).
+  std::vector<std::string> files = inputs;
+  const std::vector<std::string> resolved = trace_files_of(inputs);
+  if (std::any_of(resolved.begin(), resolved.end(), is_live_trace_file)) {
+    set_phase("copying the files being written", 0);
+    if (Status s = snapshot_live_files(resolved, &out->snapshot, &files, &out->live_files); !s.ok())
+      return s;
+  }
+  if (Status s = out->reader.open(files); !s.ok()) return s;
   int64_t expected = 0;
   for (const RankInfo& info : out->reader.ranks()) expected += info.event_count;
   expected = std::max<int64_t>(expected, 1);

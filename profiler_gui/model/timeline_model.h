@@ -15,6 +15,7 @@
 
 #include "fold.h"
 #include "kind_statistics.h"
+#include "live_snapshot.h"
 #include "rank_timeline.h"
 #include "ringscope/status.h"
 #include "ringscope/trace_reader.h"
@@ -24,6 +25,10 @@ namespace ringscope::view {
 
 // States: kIdle -(start_loading/load)-> kLoading -(worker done)-> kReady or kFailed.
 enum class LoadState { kIdle, kLoading, kReady, kFailed };
+// A live refresh of a kReady model (the trace keeps being shown meanwhile):
+// kNone -(start_refresh)-> kRunning -(worker done)-> kDone or kFailed
+// -(finish_refresh, UI thread)-> kNone.
+enum class RefreshState { kNone, kRunning, kDone, kFailed };
 
 struct LoadProgress {
   LoadState state = LoadState::kIdle;
@@ -44,6 +49,10 @@ struct EventRef {
 
 // Everything a finished load produced; moved into the model at once.
 struct LoadedTrace {
+  // Copies of files still being written (live_snapshot.h) that `reader`
+  // reads; removed after the reader (declared first, destroyed last).
+  SnapshotDir snapshot;
+  int live_files = 0;  // how many inputs were still being written when loaded
   TraceReader reader;
   std::vector<RankTimeline> ranks;
   StragglerReport stragglers;
@@ -69,6 +78,18 @@ class TimelineModel {
   LoadState state() const { return progress().state; }
   const std::vector<std::string>& inputs() const { return inputs_; }
   const Status& error() const { return error_; }  // kFailed: why
+
+  // Reloads the same inputs on the worker thread (a trace still being
+  // written); trace() stays the old one until finish_refresh(). kReady only.
+  void start_refresh();
+  RefreshState refresh_state() const {
+    return static_cast<RefreshState>(refresh_state_.load(std::memory_order_acquire));
+  }
+  // Once refresh_state() is kDone or kFailed: swaps the new trace in (kDone)
+  // and returns the reload's status; a failed reload keeps the old trace.
+  Status finish_refresh();
+  // start_refresh + wait + finish_refresh, on the calling thread's watch.
+  Status refresh();
 
   // Valid in kReady only.
   const LoadedTrace& trace() const { return *trace_; }
@@ -99,6 +120,9 @@ class TimelineModel {
   mutable std::mutex progress_mutex_;  // guards phase_ and fraction_
   std::string phase_;
   double fraction_ = 0;
+  std::unique_ptr<LoadedTrace> refreshed_;  // the worker's result until finish_refresh
+  Status refresh_error_;
+  std::atomic<int> refresh_state_{static_cast<int>(RefreshState::kNone)};
   std::optional<EventRef> detail_ref_;
   std::optional<StoredEvent> detail_;
 };

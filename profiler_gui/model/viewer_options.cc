@@ -11,9 +11,10 @@
 namespace ringscope::view {
 
 const char* viewer_usage() {
-  return "usage: ringscope-view [options] TRACE...\n"
+  return "usage: ringscope-view [options] [TRACE...]\n"
          "  TRACE: a merged trace, per-rank files, a base path (runs/a.sqlite finds\n"
-         "         runs/a.rank*.sqlite) or a directory of per-rank files\n"
+         "         runs/a.rank*.sqlite) or a directory of per-rank files; none: the\n"
+         "         Open dialog\n"
          "options:\n"
          "  --screenshot OUT.png   render headless (no window), write a PNG and exit\n"
          "  --size WxH             image size for --screenshot (default 1600x900)\n"
@@ -22,9 +23,17 @@ const char* viewer_usage() {
          "  --select NAME          select the first collective with tensor NAME in the range,\n"
          "                         or CYCLE:SEQ\n"
          "  --panel NAME           bottom panel: stragglers (default), statistics, search,\n"
-         "                         breakdown, settings, compare, run-info\n"
+         "                         breakdown, settings, compare, run-info, tune, bookmarks\n"
          "  --compare B            a second trace (e.g. after tuning) for the compare panel\n"
          "  --search TEXT          the search panel's query (tensor name contains TEXT)\n"
+         "  --tune-trials PATH     more traced runs for the Tune panel: a trace, a base path\n"
+         "                         or a directory of runs (repeatable)\n"
+         "  --open-dialog DIR      show the Open dialog listing DIR (also headless)\n"
+         "  --bookmark NAME        go to the trace's bookmark NAME once loaded\n"
+         "  --auto-refresh         reload every 2 s while the trace files change (live runs)\n"
+         "  --then-open TRACE      with --screenshot: once the first trace is shown, open TRACE\n"
+         "                         in its place as the Open dialog and drag and drop do\n"
+         "                         (repeatable: several per-rank files)\n"
          "  --frames N             frames rendered after loading before the screenshot (4)\n"
          "  --pan F                with --screenshot: pan by F x the visible span each frame\n"
          "  --layout-out FILE      with --screenshot: write where bands and panels were drawn\n"
@@ -72,18 +81,33 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
     } else if (arg == "--panel") {
       if (!(v = value(i, arg))) return false;
       out->panel = v;
-      static const char* const kPanels[] = {"stragglers", "statistics", "search",  "breakdown",
-                                            "settings",   "compare",    "run-info"};
+      static const char* const kPanels[] = {"stragglers", "statistics", "search",
+                                            "breakdown",  "settings",   "compare",
+                                            "run-info",   "tune",       "bookmarks"};
       if (std::find(std::begin(kPanels), std::end(kPanels), out->panel) == std::end(kPanels)) {
         *error =
-            "--panel wants stragglers, statistics, search, breakdown, settings, compare or "
-            "run-info, got '" +
+            "--panel wants stragglers, statistics, search, breakdown, settings, compare, "
+            "run-info, tune or bookmarks, got '" +
             out->panel + "'";
         return false;
       }
     } else if (arg == "--compare") {
       if (!(v = value(i, arg))) return false;
       out->compare = v;
+    } else if (arg == "--tune-trials") {
+      if (!(v = value(i, arg))) return false;
+      out->tune_trials.push_back(v);
+    } else if (arg == "--open-dialog") {
+      if (!(v = value(i, arg))) return false;
+      out->open_dialog_dir = v;
+    } else if (arg == "--bookmark") {
+      if (!(v = value(i, arg))) return false;
+      out->bookmark = v;
+    } else if (arg == "--auto-refresh") {
+      out->auto_refresh = true;
+    } else if (arg == "--then-open") {
+      if (!(v = value(i, arg))) return false;
+      out->then_open.push_back(v);
     } else if (arg == "--search") {
       if (!(v = value(i, arg))) return false;
       out->search = v;
@@ -107,8 +131,8 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
       out->traces.push_back(arg);
     }
   }
-  if (!out->help && out->traces.empty()) {
-    *error = "no trace given";
+  if (out->traces.empty() && (out->range || !out->select.empty() || !out->bookmark.empty())) {
+    *error = "--range, --select and --bookmark need a trace";
     return false;
   }
   return true;

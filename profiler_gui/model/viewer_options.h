@@ -11,19 +11,25 @@
 namespace ringscope::view {
 
 struct ViewerOptions {
-  std::vector<std::string> traces;  // as TraceReader::open takes them
+  std::vector<std::string> traces;  // as TraceReader::open takes them; may be empty
   std::string screenshot_path;      // non-empty: render headless, write PNG, exit
   int width = 1600, height = 900;
   // Visible range, relative to the trace's first event.
   std::optional<std::pair<int64_t, int64_t>> range;
-  std::string select;                // tensor name or "CYCLE:SEQ" of a collective to select
-  std::string panel = "stragglers";  // bottom panel: stragglers, statistics, search,
-                                     // breakdown, settings, compare, run-info
-  std::string compare;               // a second trace for the compare panel
-  std::string search;                // initial query of the search panel
-  std::string layout_path;           // headless: write band/panel rectangles here
-  int frames = 4;                    // headless: frames rendered after loading
-  double pan = 0;                    // headless: pan by this fraction of the view per frame
+  std::string select;                    // tensor name or "CYCLE:SEQ" of a collective to select
+  std::string panel = "stragglers";      // bottom panel: stragglers, statistics, search,
+                                         // breakdown, settings, compare, run-info, tune,
+                                         // bookmarks
+  std::string compare;                   // a second trace for the compare panel
+  std::string search;                    // initial query of the search panel
+  std::vector<std::string> tune_trials;  // more traced runs for the Tune panel
+  std::string layout_path;               // headless: write band/panel rectangles here
+  std::string open_dialog_dir;           // non-empty: show the Open dialog listing this directory
+  std::string bookmark;                  // go to this bookmark of the trace once loaded
+  bool auto_refresh = false;             // reload every 2 s when the trace files change
+  std::vector<std::string> then_open;    // headless: once shown, open these in place (tests)
+  int frames = 4;                        // headless: frames rendered after loading
+  double pan = 0;                        // headless: pan by this fraction of the view per frame
   bool help = false;
 };
 

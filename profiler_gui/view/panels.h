@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "bookmarks.h"
 #include "collective_search.h"
 #include "imgui.h"
 #include "ring_flows.h"
 #include "time_breakdown.h"
 #include "timeline_model.h"
 #include "trace_compare.h"
+#include "tune_panel.h"
 #include "view_state.h"
 
 namespace ringscope::view {
@@ -32,6 +34,12 @@ struct FrameLayout {
   int flow_arrows = 0;   // ring-step flow arrows drawn (selected collective)
   int compare_rows = 0;  // rows of the compare panel's two tables
   int search_rows = 0;   // matches listed by the search panel (all, not only visible)
+  // Open dialog (drawn this frame when entries >= 0) and bookmarks panel.
+  ImVec4 open_dialog_rect{0, 0, 0, 0};
+  int open_dialog_entries = -1;  // directory entries listed
+  int open_dialog_recent = 0, open_dialog_recent_missing = 0;
+  int bookmark_rows = -1;  // rows of the bookmarks panel, -1: not drawn
+  TuneLayout tune;         // the Tune panel's plots (tune_panel.h)
 };
 
 // Maps trace time to screen x within a rectangle of the timeline.
@@ -121,5 +129,10 @@ void jump_to_collective(const TimelineModel& model, ViewState& state, const Coll
 void zoom_to(const TimelineModel& model, ViewState& state, int64_t begin, int64_t end);
 // Zooms to the selected collective, else the selected event; false if none.
 bool fit_selection(TimelineModel& model, ViewState& state);
+// The visible range and selection as a bookmark, and back: go_to_bookmark
+// shows its range and selects its collective and event where the trace (a
+// reloaded one too) has them.
+Bookmark bookmark_view(const TimelineModel& model, const ViewState& state, std::string name);
+void go_to_bookmark(const TimelineModel& model, ViewState& state, const Bookmark& bookmark);
 
 }  // namespace ringscope::view

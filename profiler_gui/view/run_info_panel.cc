@@ -38,6 +38,21 @@ void draw_run_info_panel(const TimelineModel& model) {
       ImGui::TableNextColumn();
       ImGui::TextWrapped("%s", file.c_str());
     }
+    for (const std::string& input : model.inputs()) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("opened");
+      ImGui::TableNextColumn();
+      ImGui::TextWrapped("%s", input.c_str());
+    }
+    if (trace.live_files > 0) {  // live_snapshot.h
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("live");
+      ImGui::TableNextColumn();
+      ImGui::TextWrapped("%d file(s) still being written, read through the copies above",
+                         trace.live_files);
+    }
     ImGui::EndTable();
   }
   ImGui::EndChild();

@@ -1,7 +1,8 @@
 // View actions shared by the timeline, the panels and the keyboard: fit,
 // zoom at a point, pan, focus a collective (see panels.h). They keep the
 // visible range inside sane bounds around the trace. Also zoom to a range,
-// jump to a collective, fit the selection.
+// jump to a collective, fit the selection; bookmarking the view and going
+// back to a bookmark (also how a live refresh keeps the view).
 #include <algorithm>
 
 #include "panels.h"
@@ -87,6 +88,25 @@ bool fit_selection(TimelineModel& model, ViewState& state) {
   const int64_t margin = std::max<int64_t>((e - b) / 4, 100);
   set_range(model, state, b - margin, e + margin);
   return true;
+}
+
+Bookmark bookmark_view(const TimelineModel& model, const ViewState& state, std::string name) {
+  Bookmark b;
+  b.name = std::move(name);
+  b.begin_ns = state.view_begin_ns;
+  b.end_ns = state.view_end_ns;
+  b.collective = state.selected_collective;
+  if (state.selected_event) b.event = event_key_of(model, *state.selected_event);
+  return b;
+}
+
+void go_to_bookmark(const TimelineModel& model, ViewState& state, const Bookmark& bookmark) {
+  set_range(model, state, bookmark.begin_ns, bookmark.end_ns);
+  state.selected_collective.reset();
+  state.selected_event.reset();
+  if (bookmark.collective && model.trace().stragglers.find(*bookmark.collective))
+    state.selected_collective = bookmark.collective;
+  if (bookmark.event) state.selected_event = find_event(model, *bookmark.event);
 }
 
 }  // namespace ringscope::view

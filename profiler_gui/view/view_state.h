@@ -20,7 +20,9 @@ enum class BottomPanel {
   kBreakdown,
   kSettings,
   kCompare,
-  kRunInfo
+  kRunInfo,
+  kTune,
+  kBookmarks
 };
 
 struct HoveredItem {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "collective_search.h"
 #include "palette.h"
@@ -23,6 +24,8 @@ BottomPanel panel_from_name(const std::string& name) {
   if (name == "breakdown") return BottomPanel::kBreakdown;
   if (name == "settings") return BottomPanel::kSettings;
   if (name == "compare") return BottomPanel::kCompare;
+  if (name == "tune") return BottomPanel::kTune;
+  if (name == "bookmarks") return BottomPanel::kBookmarks;
   return BottomPanel::kStragglers;
 }
 
@@ -31,7 +34,17 @@ BottomPanel panel_from_name(const std::string& name) {
 Viewer::Viewer(ViewerOptions options) : options_(std::move(options)) {
   state_.panel = panel_from_name(options_.panel);
   std::snprintf(state_.tensor_search, sizeof(state_.tensor_search), "%s", options_.search.c_str());
-  model_.start_loading(options_.traces);
+  if (!options_.traces.empty()) model_.start_loading(options_.traces);  // none: the Open dialog
+  init_files();
+  // {bin} in the Tune panel's command: the directory holding ringscope-view.
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) tune_session_.set_bin_directory(self.parent_path().string());
+  if (!options_.tune_trials.empty() && std::filesystem::is_directory(options_.tune_trials.front()))
+    std::snprintf(tune_state_.trial_dir, sizeof(tune_state_.trial_dir), "%s",
+                  options_.tune_trials.front().c_str());
+  if (state_.panel == BottomPanel::kTune)  // its plots need room
+    state_.bottom_panel_height = static_cast<float>(options_.height) * 0.62f;
   if (!options_.compare.empty()) {
     compare_model_ = std::make_unique<TimelineModel>();
     compare_model_->start_loading({options_.compare});
@@ -42,6 +55,8 @@ LoadState Viewer::load_state() const {
   const LoadState main = model_.state();
   if (main == LoadState::kReady && compare_model_ && compare_model_->state() == LoadState::kLoading)
     return LoadState::kLoading;
+  // The Tune panel still scoring its traces (headless waits for it).
+  if (main == LoadState::kReady && tune_session_.busy()) return LoadState::kLoading;
   return main;
 }
 
@@ -50,6 +65,13 @@ std::string Viewer::problem() const {
   if (compare_model_ && compare_model_->state() == LoadState::kFailed)
     return "--compare " + options_.compare + ": " + compare_model_->error().to_string();
   return select_error_;
+}
+
+std::vector<std::vector<std::string>> Viewer::tune_inputs() const {
+  // The loaded trace is a trial; so is every --tune-trials input.
+  std::vector<std::vector<std::string>> inputs{options_.traces};
+  for (const std::string& t : options_.tune_trials) inputs.push_back({t});
+  return inputs;
 }
 
 void Viewer::apply_command_line() {
@@ -79,7 +101,7 @@ void Viewer::pan_fraction(double fraction) {
 
 void Viewer::handle_keys() {
   ImGuiIO& io = ImGui::GetIO();
-  if (io.WantTextInput) return;
+  if (io.WantTextInput || ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) return;
   const int64_t span = state_.view_end_ns - state_.view_begin_ns;
   const int64_t center = state_.view_begin_ns + span / 2;
   const double dt = std::min(io.DeltaTime, 0.1f);
@@ -170,7 +192,9 @@ void Viewer::draw_bottom_panel(float height) {
                            Tab{BottomPanel::kBreakdown, "Breakdown", "breakdown"},
                            Tab{BottomPanel::kSettings, "Settings", "settings"},
                            Tab{BottomPanel::kCompare, "Compare", "compare"},
-                           Tab{BottomPanel::kRunInfo, "Run info", "run-info"}}) {
+                           Tab{BottomPanel::kRunInfo, "Run info", "run-info"},
+                           Tab{BottomPanel::kTune, "Tune", "tune"},
+                           Tab{BottomPanel::kBookmarks, "Bookmarks", "bookmarks"}}) {
       const ImGuiTabItemFlags flags =
           state_.panel_needs_focus && state_.panel == tab.panel ? ImGuiTabItemFlags_SetSelected : 0;
       if (!ImGui::BeginTabItem(tab.title, nullptr, flags)) continue;
@@ -189,6 +213,10 @@ void Viewer::draw_bottom_panel(float height) {
                            &layout_);
       else if (tab.panel == BottomPanel::kSettings)
         draw_settings_panel(model_, &settings_cache_);
+      else if (tab.panel == BottomPanel::kTune)
+        draw_tune_panel(tune_session_, tune_inputs(), tune_state_, &layout_.tune);
+      else if (tab.panel == BottomPanel::kBookmarks)
+        draw_bookmarks_panel(model_, state_, bookmarks_, &layout_);
       else
         draw_run_info_panel(model_);
       ImGui::EndTabItem();
@@ -202,19 +230,27 @@ void Viewer::draw_bottom_panel(float height) {
 void Viewer::draw_frame() {
   const ImGuiIO& io = ImGui::GetIO();
   layout_ = FrameLayout();
+  // Every frame, whichever tab is open: a running trial's output keeps flowing.
+  tune_session_.poll();
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar;
   ImGui::Begin("ringscope-view", nullptr, flags);
+  draw_menu_bar();  // viewer_files.cc: File and Bookmarks menus
+  handle_file_keys();
   const LoadState load = model_.state();
-  if (load == LoadState::kLoading || load == LoadState::kIdle) {
+  if (load == LoadState::kIdle) {
+    draw_welcome();
+  } else if (load == LoadState::kLoading) {
     draw_loading();
   } else if (load == LoadState::kFailed) {
     draw_error();
   } else {
     apply_command_line();
+    on_loaded();
+    poll_refresh();  // may swap in a reloaded trace: before anything draws it
     handle_keys();
     draw_toolbar();
     draw_legend(model_, state_);
@@ -231,6 +267,7 @@ void Viewer::draw_frame() {
       ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeNS);
     draw_bottom_panel(state_.bottom_panel_height);
   }
+  draw_file_popups();  // the Open dialog and the add-bookmark popup, over the rest
   ImGui::End();
 }
 

@@ -6,8 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "file_ui.h"
 #include "panels.h"
 #include "timeline_model.h"
+#include "trace_watch.h"
 #include "view_state.h"
 #include "viewer_options.h"
 
@@ -28,6 +30,12 @@ class Viewer {
   const FrameLayout& layout() const { return layout_; }
   const ViewState& state() const { return state_; }
 
+  // File handling (viewer_files.cc). open() replaces the trace and loads
+  // `inputs` on the worker thread (Open dialog, recent files, drag and drop).
+  void open(std::vector<std::string> inputs);
+  // Reloads the trace in the background (F5), keeping the view and selection.
+  void refresh();
+
  private:
   void apply_command_line();  // --range, --select, --panel once loaded
   void handle_keys();
@@ -35,6 +43,17 @@ class Viewer {
   void draw_loading();
   void draw_error();
   void draw_bottom_panel(float height);
+  std::vector<std::vector<std::string>> tune_inputs() const;
+  // viewer_files.cc: menu bar, welcome screen, recent files, bookmarks, refresh.
+  void init_files();  // constructor: recent list, --open-dialog, --auto-refresh
+  void draw_menu_bar();
+  void draw_welcome();
+  void draw_file_popups();
+  void handle_file_keys();
+  void on_loaded();  // once per load: recent list, bookmarks, file watch
+  void poll_refresh();
+  void reset_caches();
+  void open_recent(const RecentEntry& entry);
 
   ViewerOptions options_;
   TimelineModel model_;
@@ -46,9 +65,23 @@ class Viewer {
   SettingsCache settings_cache_;
   CompareCache compare_cache_;
   std::unique_ptr<TimelineModel> compare_model_;  // --compare B
+  TuneSession tune_session_;                      // the Tune panel's trials and model
+  TunePanelState tune_state_;
   FrameLayout layout_;
   bool command_line_applied_ = false;
   std::string select_error_;
+  // Files: the recent list, the Open dialog, this trace's bookmarks, the
+  // live refresh's watch (see viewer_files.cc).
+  RecentFiles recent_;
+  bool write_recent_ = true;  // headless runs only with RINGSCOPE_VIEW_CONFIG_DIR
+  OpenDialogState open_dialog_;
+  BookmarksUi bookmarks_;
+  TraceWatch watch_;
+  bool auto_refresh_ = false;
+  double next_poll_s_ = 0;
+  std::optional<Bookmark> refresh_anchor_;  // view and selection kept across a refresh
+  bool loaded_handled_ = false;
+  std::string notice_;  // shown in the menu bar: a missing recent file, a failed refresh
 };
 
 }  // namespace ringscope::view

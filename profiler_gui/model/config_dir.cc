@@ -1,0 +1,66 @@
+// The viewer's configuration directory and whole-file reads and writes (see
+// config_dir.h).
+#include "config_dir.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ringscope::view {
+namespace fs = std::filesystem;
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::string viewer_config_dir() {
+  if (std::string dir = env("RINGSCOPE_VIEW_CONFIG_DIR"); !dir.empty()) return dir;
+  if (std::string xdg = env("XDG_CONFIG_HOME"); !xdg.empty()) return xdg + "/ringscope";
+  if (std::string home = env("HOME"); !home.empty()) return home + "/.config/ringscope";
+  return "";
+}
+
+bool viewer_config_dir_overridden() { return !env("RINGSCOPE_VIEW_CONFIG_DIR").empty(); }
+
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) return Status(StatusCode::kIoError, "creating " + parent.string() + ": " + ec.message());
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return Status(StatusCode::kIoError, "writing " + tmp);
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return Status(StatusCode::kIoError, "renaming " + tmp + " to " + path + ": " + ec.message());
+  }
+  return Status::OK();
+}
+
+Status read_whole_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kIoError, path + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status(StatusCode::kIoError, path + ": read error");
+  *out = text.str();
+  return Status::OK();
+}
+
+}  // namespace ringscope::view

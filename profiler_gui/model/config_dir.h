@@ -1,0 +1,25 @@
+// Where ringscope-view keeps what it remembers between sessions (recent
+// files, bookmarks): $RINGSCOPE_VIEW_CONFIG_DIR, else
+// $XDG_CONFIG_HOME/ringscope, else ~/.config/ringscope. Also the one helper
+// every such file uses to be written whole or not at all.
+#pragma once
+
+#include <string>
+
+#include "ringscope/status.h"
+
+namespace ringscope::view {
+
+// The directory ("" when neither the variables nor HOME say where).
+std::string viewer_config_dir();
+// True when RINGSCOPE_VIEW_CONFIG_DIR is set: headless runs only write their
+// recent list there, never into the user's own configuration.
+bool viewer_config_dir_overridden();
+
+// Writes `text` to `path` through a temporary file and a rename, creating the
+// parent directories; a crash leaves the old file or the new one, never half.
+Status write_file_atomically(const std::string& path, const std::string& text);
+// Reads a whole file; kIoError when it cannot be read.
+Status read_whole_file(const std::string& path, std::string* out);
+
+}  // namespace ringscope::view

@@ -1,0 +1,41 @@
+// Naming an event stably and finding it again after a reload (see event_key.h).
+#include "event_key.h"
+
+#include <algorithm>
+
+namespace ringscope::view {
+
+EventKey event_key_of(const TimelineModel& model, const EventRef& ref) {
+  const LaneColumns& e = model.track(ref).events;
+  EventKey key;
+  key.rank = model.ranks()[ref.rank_index].info.rank;
+  key.kind = e.kind[ref.event];
+  key.start_ns = e.start_ns[ref.event];
+  key.seq_index = e.seq_index[ref.event];
+  return key;
+}
+
+std::optional<EventRef> find_event(const TimelineModel& model, const EventKey& key) {
+  const std::vector<RankTimeline>& ranks = model.ranks();
+  const TrackFamily family = track_family_of_lane(lane_of_kind(key.kind));
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r].info.rank != key.rank) continue;
+    for (uint32_t t = 0; t < ranks[r].tracks.size(); ++t) {
+      const Track& track = ranks[r].tracks[t];
+      if (track.family != family) continue;
+      const LaneColumns& e = track.events;
+      for (size_t row = 0; row < track.rows(); ++row) {
+        const auto begin = e.start_ns.begin() + track.row_begin[row];
+        const auto end = e.start_ns.begin() + track.row_begin[row + 1];
+        for (auto it = std::lower_bound(begin, end, key.start_ns); it != end && *it == key.start_ns;
+             ++it) {
+          const auto i = static_cast<uint32_t>(it - e.start_ns.begin());
+          if (e.kind[i] == key.kind && e.seq_index[i] == key.seq_index) return EventRef{r, t, i};
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,28 @@
+// A selected event named by what it is rather than where it sits in the
+// loaded columns (rank number, kind, start, seq_index), so a selection
+// survives a reload of a growing trace and can be stored in a bookmark.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "timeline_model.h"
+
+namespace ringscope::view {
+
+struct EventKey {
+  int32_t rank = 0;  // rank number, not index
+  uint16_t kind = 0;
+  int64_t start_ns = 0;  // rank 0's clock
+  int32_t seq_index = -1;
+  bool operator==(const EventKey& o) const {
+    return rank == o.rank && kind == o.kind && start_ns == o.start_ns && seq_index == o.seq_index;
+  }
+};
+
+// Valid in kReady only.
+EventKey event_key_of(const TimelineModel& model, const EventRef& ref);
+// The loaded event with that key (binary search per row), if any.
+std::optional<EventRef> find_event(const TimelineModel& model, const EventKey& key);
+
+}  // namespace ringscope::view

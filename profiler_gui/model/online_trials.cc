@@ -1,0 +1,115 @@
+// Online autotuning trials from AUTOTUNE_TRIAL events (see online_trials.h).
+#include "online_trials.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numbers>
+
+namespace ringscope::view {
+namespace {
+
+using autotune::quantile;
+using autotune::ScoreWindow;
+using autotune::TraceScore;
+using autotune::TuneSettings;
+
+// Settings before any SETTINGS event: the meta keys the runtime writes.
+TuneSettings settings_from_meta(const TraceReader& reader) {
+  TuneSettings s = autotune::default_settings();
+  try {
+    std::string v = reader.meta_value("fusion_threshold_bytes");
+    if (!v.empty()) s.fusion_threshold_bytes = std::stoll(v);
+    v = reader.meta_value("cycle_time_ms");
+    if (!v.empty()) s.cycle_time_ms = std::stod(v);
+    v = reader.meta_value("cache_capacity");
+    if (!v.empty()) s.cache_enabled = std::stoll(v) > 0;
+  } catch (const std::exception&) {  // malformed meta: keep what parsed
+  }
+  return s;
+}
+
+void apply_change(const SettingChange& change, TuneSettings* s) {
+  if (change.key == static_cast<int32_t>(SettingKey::kFusionThresholdBytes))
+    s->fusion_threshold_bytes = change.value;
+  else if (change.key == static_cast<int32_t>(SettingKey::kCycleTimeNs))
+    s->cycle_time_ms = change.value / 1e6;
+  else if (change.key == static_cast<int32_t>(SettingKey::kCacheEnabled))
+    s->cache_enabled = change.value != 0;
+}
+
+}  // namespace
+
+bool summarize_windows(TraceScore* score) {
+  std::vector<double> rates, log_rates;
+  for (const ScoreWindow& w : score->windows) {
+    rates.push_back(w.bytes_per_second());
+    log_rates.push_back(std::log(std::max(w.bytes_per_second(), 1.0)));
+  }
+  score->median_bytes_per_second = quantile(rates, 0.5);
+  if (rates.empty() || score->median_bytes_per_second <= 0) return false;
+  const double log_median = quantile(log_rates, 0.5);
+  std::vector<double> deviations, log_deviations;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    deviations.push_back(std::abs(rates[i] - score->median_bytes_per_second));
+    log_deviations.push_back(std::abs(log_rates[i] - log_median));
+  }
+  score->mad_bytes_per_second = 1.4826 * quantile(deviations, 0.5);
+  score->iqr_bytes_per_second = quantile(rates, 0.75) - quantile(rates, 0.25);
+  score->log_score = std::log(score->median_bytes_per_second);
+  const double log_sigma = 1.4826 * quantile(log_deviations, 0.5);
+  score->log_score_variance =
+      std::numbers::pi / 2 * log_sigma * log_sigma / static_cast<double>(rates.size());
+  return true;
+}
+
+Status read_online_trials(const TraceReader& reader, const std::string& source,
+                          const autotune::ScoreOptions& options, std::vector<TraceScore>* out,
+                          std::vector<std::string>* notes) {
+  out->clear();
+  if (reader.ranks().empty()) return Status::OK();
+  const int rank = reader.ranks().front().rank;     // online tuning records on rank 0
+  std::map<int, std::vector<ScoreWindow>> windows;  // by trial id
+  Status s = reader.scan_events(
+      rank,
+      [&](const StoredEvent& e) {
+        if (e.event.kind == static_cast<uint16_t>(EventKind::kAutotuneTrial) && e.event.step >= 0)
+          windows[e.event.aux].push_back(
+              ScoreWindow{e.event.start_ns, e.event.end_ns, e.event.bytes, 0});
+        return true;
+      },
+      Lane::kAutotune);
+  if (!s.ok() || windows.empty()) return s;
+  std::vector<SettingChange> changes;
+  s = reader.settings(&changes);
+  if (!s.ok()) return s;
+  std::erase_if(changes, [&](const SettingChange& c) { return c.rank != rank; });
+  const TuneSettings initial = settings_from_meta(reader);
+  for (auto& [trial, list] : windows) {
+    std::sort(list.begin(), list.end(),
+              [](const ScoreWindow& a, const ScoreWindow& b) { return a.begin_ns < b.begin_ns; });
+    const std::string name = source + " (online trial " + std::to_string(trial) + ")";
+    if (list.size() < static_cast<size_t>(std::max(1, options.min_windows))) {
+      notes->push_back("skipped " + name + ": " + std::to_string(list.size()) +
+                       " window(s), fewer than " + std::to_string(options.min_windows));
+      continue;
+    }
+    TraceScore score;
+    score.source = name;
+    score.run_id = reader.meta_value("run_id");
+    score.settings_origin = "SETTINGS events before the trial";
+    score.settings = initial;
+    for (const SettingChange& c : changes)
+      if (c.time_ns <= list.front().begin_ns) apply_change(c, &score.settings);
+    score.windows = list;
+    for (const ScoreWindow& w : list) score.total_bytes += w.bytes;
+    if (!summarize_windows(&score)) {
+      notes->push_back("skipped " + name + ": its windows allreduced no bytes");
+      continue;
+    }
+    out->push_back(std::move(score));
+  }
+  return Status::OK();
+}
+
+}  // namespace ringscope::view

@@ -1,0 +1,210 @@
+// Persistence of ringscope-view's recent-files list and bookmarks: order,
+// de-duplication, capacity, missing and corrupt files (ignored with a reason,
+// never a crash), per-trace keying, save / load / delete, and the config
+// directory's environment overrides.
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "bookmarks.h"
+#include "config_dir.h"
+#include "recent_files.h"
+#include "trace_test_util.h"
+#include "trace_watch.h"
+
+using namespace ringscope;
+using namespace ringscope::view;
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("recent files: most recent first, de-duplicated, capped, persisted", "[recent]") {
+  test::TempDir dir;
+  const std::string path = dir.file("cfg/recent.json");
+  RecentFiles recent(path, 3);
+  REQUIRE(recent.load().ok());  // no file yet: an empty list
+  CHECK(recent.entries().empty());
+  recent.add({dir.file("a.sqlite")});
+  recent.add({dir.file("b.sqlite")});
+  recent.add({dir.file("./a.sqlite")});  // the same file again: moves to the front
+  REQUIRE(recent.entries().size() == 2);
+  CHECK(recent.entries()[0].inputs == std::vector<std::string>{dir.file("a.sqlite")});
+  CHECK(recent.entries()[1].inputs == std::vector<std::string>{dir.file("b.sqlite")});
+  recent.add({dir.file("r.rank0.sqlite"), dir.file("r.rank1.sqlite")});  // a set is one entry
+  recent.add({dir.file("c.sqlite")});  // beyond the capacity of 3: b (the oldest) goes
+  REQUIRE(recent.entries().size() == 3);
+  CHECK(recent.entries()[0].inputs.front() == dir.file("c.sqlite"));
+  CHECK(recent.entries()[1].inputs.size() == 2);
+  CHECK(recent.entries()[1].label() == dir.file("r.rank0.sqlite") + " + 1 more");
+  CHECK(recent.entries()[2].inputs.front() == dir.file("a.sqlite"));
+  REQUIRE(recent.save().ok());
+
+  RecentFiles again(path, 3);
+  REQUIRE(again.load().ok());
+  REQUIRE(again.entries().size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(again.entries()[i].inputs == recent.entries()[i].inputs);
+  again.remove(0);
+  CHECK(again.entries().front().inputs.size() == 2);
+
+  SECTION("relative inputs are stored absolute") {
+    RecentFiles rel(dir.file("rel.json"));
+    rel.add({"runs/x.sqlite"});
+    CHECK(std::filesystem::path(rel.entries()[0].inputs[0]).is_absolute());
+  }
+}
+
+TEST_CASE("recent files: missing traces are listed, corrupt lists ignored", "[recent][corrupt]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 2;
+  run.cycles = 2;
+  test::write_synthetic_run(dir.file("live.sqlite"), run);
+  std::ofstream(dir.file("merged.sqlite")) << "x";
+  // Existence as the menu shows it: a file, a base path of per-rank files, a directory.
+  CHECK(trace_inputs_exist({dir.file("merged.sqlite")}));
+  CHECK(trace_inputs_exist({dir.file("live.sqlite")}));  // live.rank0/1.sqlite
+  CHECK(trace_inputs_exist({dir.path()}));
+  CHECK_FALSE(trace_inputs_exist({dir.file("gone.sqlite")}));
+  CHECK_FALSE(trace_inputs_exist({dir.file("merged.sqlite"), dir.file("gone.sqlite")}));
+  CHECK_FALSE(trace_inputs_exist({}));
+
+  const std::string path = dir.file("recent.json");
+  for (const char* text : {"{not json", "[1, 2]", "{\"recent\": 5}",
+                           "{\"recent\": [{\"inputs\": [3]}]}", "{\"recent\": [7]}", ""}) {
+    INFO(text);
+    write_file(path, text);
+    RecentFiles recent(path);
+    recent.add({dir.file("earlier.sqlite")});
+    const Status s = recent.load();
+    CHECK(s.code() == StatusCode::kCorrupt);
+    CHECK(s.message().find("recent.json") != std::string::npos);
+    CHECK(recent.entries().empty());
+    // Saving over the corrupt file repairs it.
+    recent.add({dir.file("merged.sqlite")});
+    REQUIRE(recent.save().ok());
+    RecentFiles again(path);
+    REQUIRE(again.load().ok());
+    CHECK(again.entries().size() == 1);
+  }
+  // A list longer than the capacity (edited by hand) is cut; duplicates dropped.
+  write_file(path,
+             "{\"version\": 1, \"recent\": [{\"inputs\": [\"/a\"]}, {\"inputs\": [\"/a\"]}, "
+             "{\"inputs\": [\"/b\"]}, {\"inputs\": [\"/c\"]}]}");
+  RecentFiles two(path, 2);
+  REQUIRE(two.load().ok());
+  REQUIRE(two.entries().size() == 2);
+  CHECK(two.entries()[1].inputs.front() == "/b");
+  RecentFiles nowhere("");  // no config dir: nothing read or written
+  nowhere.add({"/a"});
+  CHECK(nowhere.save().ok());
+  CHECK(nowhere.load().ok());
+}
+
+TEST_CASE("config directory: override, XDG, HOME", "[recent]") {
+  const char* saved_override = std::getenv("RINGSCOPE_VIEW_CONFIG_DIR");
+  const char* saved_xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::string keep_override = saved_override ? saved_override : "";
+  const std::string keep_xdg = saved_xdg ? saved_xdg : "";
+  setenv("RINGSCOPE_VIEW_CONFIG_DIR", "/tmp/rs-cfg", 1);
+  CHECK(viewer_config_dir() == "/tmp/rs-cfg");
+  CHECK(viewer_config_dir_overridden());
+  CHECK(default_recent_files_path() == "/tmp/rs-cfg/recent.json");
+  unsetenv("RINGSCOPE_VIEW_CONFIG_DIR");
+  setenv("XDG_CONFIG_HOME", "/tmp/xdg", 1);
+  CHECK(viewer_config_dir() == "/tmp/xdg/ringscope");
+  CHECK_FALSE(viewer_config_dir_overridden());
+  unsetenv("XDG_CONFIG_HOME");
+  if (const char* home = std::getenv("HOME"))
+    CHECK(viewer_config_dir() == std::string(home) + "/.config/ringscope");
+  if (saved_override) setenv("RINGSCOPE_VIEW_CONFIG_DIR", keep_override.c_str(), 1);
+  if (saved_xdg) setenv("XDG_CONFIG_HOME", keep_xdg.c_str(), 1);
+}
+
+TEST_CASE("bookmarks: save, load, replace, delete, per trace", "[bookmarks]") {
+  test::TempDir dir;
+  const std::string key_a = bookmark_trace_key("host-12-345", {dir.file("a.sqlite")});
+  const std::string key_b = bookmark_trace_key("host-12-999", {dir.file("a.sqlite")});
+  CHECK(key_a == "host-12-345");
+  // No run id: keyed by the first input's absolute path.
+  CHECK(bookmark_trace_key("", {dir.file("x/../b.sqlite")}) == "path:" + dir.file("b.sqlite"));
+  const std::string path_a = bookmarks_path(dir.path(), key_a);
+  const std::string path_b = bookmarks_path(dir.path(), key_b);
+  CHECK(path_a != path_b);
+  CHECK(bookmarks_path(dir.path(), "a/b") != bookmarks_path(dir.path(), "a_b"));
+  CHECK(path_a.rfind(dir.path() + "/bookmarks/", 0) == 0);
+
+  BookmarkStore a(path_a, key_a);
+  REQUIRE(a.load().ok());
+  CHECK(a.entries().empty());
+  Bookmark slow;
+  slow.name = "slow allreduce";
+  slow.begin_ns = 1'000;
+  slow.end_ns = 9'000;
+  slow.collective = CollectiveKey{4, 1};
+  slow.event = EventKey{2, 18, 5'000, 1};
+  CHECK(a.put(slow) == 0);
+  Bookmark plain;
+  plain.begin_ns = 100;
+  plain.end_ns = 200;
+  CHECK(a.put(plain) == 1);
+  CHECK(a.entries()[1].name == "bookmark 2");  // an empty name gets one
+  REQUIRE(a.save().ok());
+
+  BookmarkStore b(path_b, key_b);  // another trace: its own, empty list
+  REQUIRE(b.load().ok());
+  CHECK(b.entries().empty());
+
+  BookmarkStore again(path_a, key_a);
+  REQUIRE(again.load().ok());
+  REQUIRE(again.entries().size() == 2);
+  const Bookmark* found = again.find("slow allreduce");
+  REQUIRE(found != nullptr);
+  CHECK(found->begin_ns == 1'000);
+  CHECK(found->end_ns == 9'000);
+  REQUIRE(found->collective);
+  CHECK(*found->collective == CollectiveKey{4, 1});
+  REQUIRE(found->event);
+  CHECK(*found->event == EventKey{2, 18, 5'000, 1});
+  CHECK_FALSE(again.entries()[1].collective);
+  CHECK_FALSE(again.entries()[1].event);
+
+  // The same name replaces in place; delete; persisted.
+  slow.end_ns = 20'000;
+  CHECK(again.put(slow) == 0);
+  CHECK(again.entries().size() == 2);
+  CHECK(again.entries()[0].end_ns == 20'000);
+  CHECK(again.remove(1));
+  CHECK_FALSE(again.remove(5));
+  REQUIRE(again.save().ok());
+  BookmarkStore reread(path_a, key_a);
+  REQUIRE(reread.load().ok());
+  REQUIRE(reread.entries().size() == 1);
+  CHECK(reread.entries()[0].end_ns == 20'000);
+
+  SECTION("a file of another trace or a corrupt file is ignored with a reason") {
+    BookmarkStore wrong(path_a, key_b);
+    CHECK(wrong.load().code() == StatusCode::kCorrupt);
+    CHECK(wrong.entries().empty());
+    for (const char* text :
+         {"{", "[]", "{\"trace\": \"host-12-345\", \"bookmarks\": [{\"name\": 1}]}",
+          "{\"trace\": \"host-12-345\", \"bookmarks\": [{\"name\": \"x\", \"begin_ns\": 5, "
+          "\"end_ns\": 2}]}",
+          "{\"trace\": \"host-12-345\", \"bookmarks\": [{\"name\": \"x\", \"begin_ns\": 1, "
+          "\"end_ns\": 2, \"collective\": [1]}]}"}) {
+      INFO(text);
+      write_file(path_a, text);
+      BookmarkStore corrupt(path_a, key_a);
+      const Status s = corrupt.load();
+      CHECK(s.code() == StatusCode::kCorrupt);
+      CHECK(corrupt.entries().empty());
+    }
+  }
+}

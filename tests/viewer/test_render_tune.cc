@@ -1,0 +1,199 @@
+// Headless render test of the Tune panel: `ringscope-view --panel tune` on a
+// trace plus --tune-trials with three runs of known settings and scores. The
+// layout record says where each scatter point was drawn; the test computes
+// where it must be (log axes, score range) and checks the pixels there, and
+// that the heat map is a colour field, not a flat box.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "autotune_test_util.h"
+#include "stb_image.h"
+
+using namespace ringscope;
+using autotune::test::GeneratedRun;
+
+namespace {
+
+struct Rect {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+struct TuneRecord {
+  int trials = -1, fitted = 0;
+  Rect threshold_plot, cycle_plot, heat_map, legend;
+  double score_lo = 0, score_hi = 0;
+  std::vector<std::array<float, 2>> threshold_points, cycle_points;
+  std::string panel;
+};
+
+TuneRecord read_record(const std::string& path) {
+  TuneRecord r;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    std::string key;
+    s >> key;
+    auto rect = [&](Rect* out) { s >> out->x0 >> out->y0 >> out->x1 >> out->y1; };
+    if (key == "panel") s >> r.panel;
+    if (key == "tune_trials") s >> r.trials >> r.fitted;
+    if (key == "tune_threshold_plot") rect(&r.threshold_plot), s >> r.score_lo >> r.score_hi;
+    if (key == "tune_cycle_plot") rect(&r.cycle_plot);
+    if (key == "tune_heatmap") rect(&r.heat_map);
+    if (key == "tune_legend") rect(&r.legend);
+    if (key == "tune_point") {
+      std::string plot;
+      std::array<float, 2> p{};
+      s >> plot >> p[0] >> p[1];
+      (plot == "threshold" ? r.threshold_points : r.cycle_points).push_back(p);
+    }
+  }
+  return r;
+}
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<uint8_t> rgba;
+  std::array<int, 3> at(int x, int y) const {
+    const uint8_t* p = &rgba[(static_cast<size_t>(y) * w + x) * 4];
+    return {p[0], p[1], p[2]};
+  }
+  bool near(float x, float y, std::array<int, 3> c) const {
+    const std::array<int, 3> p = at(static_cast<int>(x), static_cast<int>(y));
+    return std::abs(p[0] - c[0]) <= 6 && std::abs(p[1] - c[1]) <= 6 && std::abs(p[2] - c[2]) <= 6;
+  }
+  int distinct_colours(const Rect& r) const {
+    std::set<int> colours;
+    for (int y = static_cast<int>(r.y0) + 1; y < static_cast<int>(r.y1) - 1; ++y)
+      for (int x = static_cast<int>(r.x0) + 1; x < static_cast<int>(r.x1) - 1; ++x) {
+        const std::array<int, 3> p = at(x, y);
+        colours.insert(p[0] << 16 | p[1] << 8 | p[2]);
+      }
+    return static_cast<int>(colours.size());
+  }
+};
+
+Image load_png(const std::string& path) {
+  if (const char* keep = std::getenv("RINGSCOPE_VIEWER_TEST_SHOTS"))
+    std::filesystem::copy_file(
+        path, std::string(keep) + "/" + std::filesystem::path(path).filename().string(),
+        std::filesystem::copy_options::overwrite_existing);
+  Image img;
+  int channels = 0;
+  uint8_t* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
+  REQUIRE(data != nullptr);
+  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
+  stbi_image_free(data);
+  return img;
+}
+
+constexpr std::array<int, 3> kTrialPoint{255, 150, 40};  // tune_panel.cc
+constexpr std::array<int, 3> kNextTrial{240, 90, 240};
+
+GeneratedRun trial_run(const std::string& id, int64_t threshold, double cycle_ms, int64_t step_ns) {
+  GeneratedRun run;
+  run.run_id = id;
+  run.settings.fusion_threshold_bytes = threshold;
+  run.settings.cycle_time_ms = cycle_ms;
+  run.step_ns = step_ns;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("tune panel: trials table, scatter points where the settings say, heat map",
+          "[render][tune]") {
+  autotune::test::TempDir dir;
+  std::filesystem::create_directories(dir.file("trials"));
+  // The loaded trace is trial a; --tune-trials names the directory holding
+  // all three (a again: counted once).
+  const std::vector<GeneratedRun> runs = {trial_run("a", 1 << 20, 0.5, 10'000'000),
+                                          trial_run("b", 16 << 20, 5.0, 8'000'000),
+                                          trial_run("c", 256 << 20, 40.0, 12'500'000)};
+  for (const GeneratedRun& r : runs)
+    autotune::test::write_generated_run(dir.file("trials/" + r.run_id + ".sqlite"), r);
+  const std::string png = dir.file("tune.png"), layout = dir.file("layout.txt");
+  std::string output;
+  const int code = autotune::test::run_command(
+      std::string(RINGSCOPE_VIEW_BIN) + " --screenshot " + png +
+          " --size 1600x900 --panel tune --layout-out " + layout + " --tune-trials " +
+          dir.file("trials") + " " + dir.file("trials/a.sqlite"),
+      &output);
+  INFO(output);
+  REQUIRE(code == 0);
+  const Image img = load_png(png);
+  const TuneRecord rec = read_record(layout);
+  CHECK(rec.panel == "tune");
+  REQUIRE(rec.trials == 3);
+  REQUIRE(rec.fitted == 1);
+
+  // Scatter points: x on the log axes, y on the score axis, in table order
+  // (a from the loaded trace, then b and c from the directory).
+  REQUIRE(rec.threshold_points.size() == 3);
+  REQUIRE(rec.cycle_points.size() == 3);
+  CHECK(rec.score_hi > rec.score_lo);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const GeneratedRun& r = runs[i];
+    INFO("trial " << r.run_id);
+    const double score = autotune::test::expected_bytes_per_second(r);
+    const float y = static_cast<float>(rec.threshold_plot.y1 -
+                                       (score - rec.score_lo) / (rec.score_hi - rec.score_lo) *
+                                           (rec.threshold_plot.y1 - rec.threshold_plot.y0));
+    const Rect& tp = rec.threshold_plot;
+    const float tx = static_cast<float>(
+        tp.x0 + (std::log2(double(r.settings.fusion_threshold_bytes)) - 16) / 13 * (tp.x1 - tp.x0));
+    const Rect& cp = rec.cycle_plot;
+    const float cx = static_cast<float>(cp.x0 + (std::log10(r.settings.cycle_time_ms) + 1) / 3 *
+                                                    (cp.x1 - cp.x0));
+    CHECK(rec.threshold_points[i][0] == Approx(tx).margin(1.0));
+    CHECK(rec.threshold_points[i][1] == Approx(y).margin(1.0));
+    CHECK(rec.cycle_points[i][0] == Approx(cx).margin(1.0));
+    CHECK(rec.cycle_points[i][1] - cp.y0 == Approx(y - tp.y0).margin(1.0));
+    // ... and the point's colour is there in the image.
+    CHECK(img.near(tx, y, kTrialPoint));
+    CHECK(img.near(cx, cp.y0 + (y - tp.y0), kTrialPoint));
+  }
+  // b is the fastest: drawn highest.
+  CHECK(rec.threshold_points[1][1] < rec.threshold_points[0][1]);
+  CHECK(rec.threshold_points[1][1] < rec.threshold_points[2][1]);
+
+  // The heat map is a smooth field of many colours, with its scale beside it
+  // and the next trial marked on it.
+  CHECK(rec.heat_map.x1 - rec.heat_map.x0 > 100);
+  CHECK(rec.heat_map.y1 - rec.heat_map.y0 > 100);
+  CHECK(img.distinct_colours(rec.heat_map) > 150);
+  CHECK(img.distinct_colours(rec.legend) > 20);
+  int marker = 0;
+  for (int y = int(rec.heat_map.y0); y < int(rec.heat_map.y1); ++y)
+    for (int x = int(rec.heat_map.x0) - 20; x < int(rec.heat_map.x1); ++x)
+      marker += img.near(float(x), float(y), kNextTrial);
+  CHECK(marker > 20);
+}
+
+TEST_CASE("tune panel without usable trials draws and exits cleanly", "[render][tune]") {
+  autotune::test::TempDir dir;
+  // A trace too short to score: 3 steps leave 1 window after warm-up.
+  GeneratedRun r = trial_run("short", 1 << 20, 1.0, 10'000'000);
+  r.steps = 3;
+  autotune::test::write_generated_run(dir.file("short.sqlite"), r);
+  const std::string png = dir.file("tune.png"), layout = dir.file("layout.txt");
+  std::string output;
+  const int code = autotune::test::run_command(
+      std::string(RINGSCOPE_VIEW_BIN) + " --screenshot " + png + " --panel tune --layout-out " +
+          layout + " --tune-trials " + dir.file("missing") + " " + dir.file("short.sqlite"),
+      &output);
+  INFO(output);
+  CHECK(code == 0);
+  const TuneRecord rec = read_record(layout);
+  CHECK(rec.panel == "tune");
+  CHECK(rec.trials == 0);
+  CHECK(rec.fitted == 0);
+}
