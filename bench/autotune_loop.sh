@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # End-to-end autotuning benchmark on this machine: from poor settings (fusion
-# off, 50 ms cycle) run traced trials of the synthetic ResNet-50 workload,
+# off, 50 ms cycle) run traced trials of the synthetic workload (ResNet-50 or
+# the small-tensor one, WORKLOAD=small),
 # `ringscope tune` after each, up to 8 trials; then a grid search over the
 # same space in the same session. Prints a table and writes JSON.
 #
 #   bench/autotune_loop.sh [OUT_DIR=runs/tune] [TRIALS=8]
 # Env: BUILD=build, STEPS=20, COMPUTE_MS=10, NP=2, GRID=1 (0 skips the grid),
+# WORKLOAD=resnet50|small (synthetic_gradients --workload; small: 360 tensors
+# of 1-64 KiB where fusion and cycle time matter), WITH_REPLAY=1 (the tuner
+# also uses what-if replay predictions from the best trial: --with-replay),
 # REPEATS=3: the confirm phase re-runs start, defaults, the tuned pick and the
 # grid's best interleaved, REPEATS times each, because the machine's speed
 # drifts over minutes (other jobs) and separate phases are not comparable.
@@ -21,8 +25,13 @@ NP=${NP:-2}
 GRID=${GRID:-1}
 REPEATS=${REPEATS:-3}
 ONLY_CONFIRM=${ONLY_CONFIRM:-0}
+WORKLOAD_NAME=${WORKLOAD:-resnet50}
+WITH_REPLAY=${WITH_REPLAY:-0}
+TUNE_EXTRA=()
+[[ "$WITH_REPLAY" == 1 ]] && TUNE_EXTRA=(--with-replay)
 RS="$BUILD/bin/ringscope"
-WORKLOAD=("$BUILD/bin/synthetic_gradients" --steps "$STEPS" --compute-ms "$COMPUTE_MS")
+WORKLOAD=("$BUILD/bin/synthetic_gradients" --steps "$STEPS" --compute-ms "$COMPUTE_MS"
+  --workload "$WORKLOAD_NAME")
 for tool in "$RS" "$BUILD/bin/ringscope-tune" "${WORKLOAD[0]}" jq; do
   command -v "$tool" >/dev/null || { echo "autotune_loop: missing $tool (build first)" >&2; exit 2; }
 done
@@ -46,7 +55,8 @@ for ((i = 0; i < TRIALS; i++)); do
     args=(--settings "$OUT/next.json")
   fi
   "$RS" run -np "$NP" --trace "$trace" "${args[@]}" -- "${WORKLOAD[@]}" >"$OUT/trial$i.log" 2>&1
-  "$RS" tune "$OUT" --write "$OUT/next.json" --json "$OUT/tune$i.json" >"$OUT/tune$i.txt"
+  "$RS" tune "$OUT" --write "$OUT/next.json" --json "$OUT/tune$i.json" \
+    "${TUNE_EXTRA[@]+"${TUNE_EXTRA[@]}"}" >"$OUT/tune$i.txt"
   row=$(jq -c --arg t "$(basename "$trace")" \
     '.trials[] | select(.trace | endswith($t)) | {trial: $t, settings, bps: .median_bytes_per_second, mad: .mad_bytes_per_second, step_ms: .median_step_ms}' \
     "$OUT/tune$i.json")
@@ -57,7 +67,8 @@ for ((i = 0; i < TRIALS; i++)); do
     break
   fi
 done
-"$RS" tune "$OUT" --pick best --write "$OUT/tuned.json" --explain >"$OUT/final.txt"
+"$RS" tune "$OUT" --pick best --write "$OUT/tuned.json" --explain \
+  "${TUNE_EXTRA[@]+"${TUNE_EXTRA[@]}"}" >"$OUT/final.txt"
 
 declare -a GRID_ROWS
 if [[ "$GRID" == 1 ]]; then

@@ -79,3 +79,67 @@ if rows:
     print("|---|---|---|")
     for np_, traced, line in rows:
         print(f"| {np_} | {traced} | {line} |")
+
+d = load("whatif.json")
+if d:
+    print(f"\n#### What-if replay vs measured runs, np={d['np']} ({d['steps']} steps, "
+          f"compute {d['compute_ms']} ms per step; bench/whatif_bench.sh)\n")
+    for w in d["workloads"]:
+        rec = w["recorded"]
+        s = rec["settings"]
+        fusion = "off" if s["fusion_threshold_bytes"] == 0 else f"{s['fusion_threshold_bytes'] >> 20} MiB"
+        print(f"**{w['workload']}** — recorded at fusion {fusion}, cycle {s['cycle_time_ms']:g} ms, "
+              f"cache {'on' if s['cache_enabled'] else 'off'}: {rec['median_bytes_per_second'] / 1e9:.3f} GB/s; "
+              f"anchor ×{w['anchor']:.3f}; {w['grid_points']} settings predicted in {w['whatif_seconds']:.1f} s; "
+              f"measured = median of {w.get('repeats', 1)} interleaved runs.\n")
+        print("| fusion | cycle | cache | predicted GB/s | raw | measured GB/s | runs max/min | error |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in w["rows"]:
+            f = "off" if r["fusion_mb"] == 0 else f"{r['fusion_mb']} MiB"
+            print(f"| {f} | {r['cycle_ms']:g} ms | {r['cache']} | {r['predicted_bps'] / 1e9:.3f} | "
+                  f"{r['raw_bps'] / 1e9:.3f} | {r['measured_bps'] / 1e9:.3f} | "
+                  f"{r.get('measured_spread', 1):.2f} | {100 * r['rel_error']:+.1f}% |")
+        print(f"\nMedian |error| **{100 * w['median_abs_rel_error']:.1f}%** "
+              f"(raw, without the anchor: {100 * w['median_abs_rel_error_raw']:.1f}%)"
+              + (f"; median max/min over repeated runs of one setting: {w['median_run_spread']:.2f}"
+                 if "median_run_spread" in w else "") + ".\n")
+
+for name in ("autotune_loop_small.json", "autotune_loop_small_replay.json"):
+    d = load(name)
+    if not d:
+        continue
+    replay = "replay" in name
+    print(f"\n#### Autotuning loop, workload {d['workload']}, np={d['np']}"
+          f"{' (tuner with --with-replay)' if replay else ''} (`{d['command']}`)\n")
+    print("| trial | fusion | cycle | cache | GB/s | ± MAD | step ms |")
+    print("|---|---|---|---|---|---|---|")
+    for i, r in enumerate(d["loop"]):
+        s = r["settings"]
+        f = "off" if s["fusion_threshold_bytes"] == 0 else f"{s['fusion_threshold_bytes'] / 1048576:g} MiB"
+        print(f"| {i} | {f} | {s['cycle_time_ms']:g} ms | {'on' if s['cache_enabled'] else 'off'} | "
+              f"{r['bps'] / 1e9:.3f} | {r['mad'] / 1e9:.3f} | {r['step_ms']:.2f} |")
+    line = (f"\nBest of loop {d['best_loop']['bps'] / 1e9:.3f} GB/s = **{d['best_vs_start']:.2f}×** the start; "
+            f"first ≥ 1.3× at trial count **{d['trials_to_1_3x']}**")
+    if d.get("best_grid"):
+        g = d["best_grid"]
+        line += (f"; grid best {g['bps'] / 1e9:.3f} GB/s (fusion {g['fusion_mb']} MiB, cycle {g['cycle_ms']:g} ms); "
+                 f"loop best / grid best **{d['best_loop_vs_best_grid']:.3f}**")
+    print(line + ".")
+    if d.get("grid"):
+        cycles = sorted({r["cycle_ms"] for r in d["grid"]})
+        print("\nGrid (GB/s, cache on):\n")
+        print("| fusion | " + " | ".join(f"{c:g} ms" for c in cycles) + " |")
+        print("|---|" + "---|" * len(cycles))
+        for mb in sorted({r["fusion_mb"] for r in d["grid"]}):
+            cells = {r["cycle_ms"]: r["bps"] for r in d["grid"] if r["fusion_mb"] == mb}
+            print(f"| {'off' if mb == 0 else f'{mb} MiB'} | "
+                  + " | ".join(f"{cells[c] / 1e9:.3f}" if c in cells else "" for c in cycles) + " |")
+    c = d.get("confirm")
+    if c:
+        m = {k: v["median_bps"] / 1e9 for k, v in c["confirm"].items()}
+        print(f"\nConfirm (interleaved, median of {len(next(iter(c['confirm'].values()))['runs'])} runs each, GB/s): "
+              f"start {m['start']:.3f}, defaults {m['defaults']:.3f}, tuned {m['tuned']:.3f}, "
+              + (f"grid best {m['grid_best']:.3f}; " if d.get("best_grid") else "")
+              + f"tuned/start **{c['tuned_vs_start']:.2f}×**, tuned/defaults {c['tuned_vs_defaults']:.2f}×"
+              + (f", tuned/grid best **{c['tuned_vs_grid_best']:.2f}×**." if d.get("best_grid")
+                 else " (no grid in this session)."))

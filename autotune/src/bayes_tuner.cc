@@ -48,7 +48,9 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
   const int n = static_cast<int>(observations.size());
   Eigen::MatrixXd x(n, kInputDims);
   Eigen::VectorXd y(n), noise(n);
-  std::vector<TuneSettings> distinct;
+  // `distinct`: measured settings only; `modelled`: with what-if predictions.
+  std::vector<TuneSettings> distinct, modelled;
+  int predicted = 0;
   for (int i = 0; i < n; ++i) {
     const Observation& o = observations[i];
     if (!std::isfinite(o.log_score) || !std::isfinite(o.log_score_variance))
@@ -56,13 +58,23 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
     x.row(i) = encode_settings(o.settings).transpose();
     y[i] = o.log_score;
     noise[i] = o.log_score_variance;
-    if (std::none_of(distinct.begin(), distinct.end(),
-                     [&](const TuneSettings& d) { return same_point(d, o.settings); }))
-      distinct.push_back(o.settings);
+    auto add = [&](std::vector<TuneSettings>& list) {
+      if (std::none_of(list.begin(), list.end(),
+                       [&](const TuneSettings& d) { return same_point(d, o.settings); }))
+        list.push_back(o.settings);
+    };
+    add(modelled);
+    if (o.predicted)
+      ++predicted;
+    else
+      add(distinct);
   }
+  if (distinct.empty())
+    return Status(StatusCode::kInvalidArgument,
+                  "no measured trial: what-if predictions alone cannot drive the tuner");
   out->distinct_settings = static_cast<int>(distinct.size());
   GaussianProcess gp;
-  Status s = gp.fit(x, y, noise, options.fit_hyperparameters && distinct.size() >= 3);
+  Status s = gp.fit(x, y, noise, options.fit_hyperparameters && modelled.size() >= 3);
   if (!s.ok()) return s;
   out->model = gp.report();
 
@@ -120,6 +132,10 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
   out->gain_vs_best = difference(gp, out->next, out->best_observed);
   out->gain_vs_default = difference(gp, out->next, defaults);
 
+  if (predicted > 0)
+    out->notes.push_back(std::to_string(predicted) +
+                         " what-if replay prediction(s) informed the model as lower-confidence "
+                         "observations");
   out->exploratory = distinct.size() < 3 || (!out->converged && out->gain_vs_best.log_gain <= 0);
   if (distinct.size() < 3)
     out->notes.push_back("exploratory: " + std::to_string(distinct.size()) +

@@ -11,11 +11,6 @@
 namespace ringscope::autotune {
 namespace {
 
-struct CollectiveEnd {
-  int64_t end_ns;
-  int64_t bytes;
-};
-
 bool is_allreduce(uint16_t kind) {
   return kind == static_cast<uint16_t>(EventKind::kAllreduce) ||
          kind == static_cast<uint16_t>(EventKind::kMpiAllreduce) ||
@@ -97,6 +92,54 @@ double quantile(std::vector<double> values, double q) {
   return values[lo] + (pos - lo) * (values[hi] - values[lo]);
 }
 
+std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vector<int64_t> marks,
+                                     const ScoreOptions& options, bool* by_steps) {
+  std::sort(ends.begin(), ends.end(),
+            [](const CollectiveEnd& a, const CollectiveEnd& b) { return a.end_ns < b.end_ns; });
+  std::sort(marks.begin(), marks.end());
+  const int per_step_window = std::max(1, options.steps_per_window);
+  std::vector<ScoreWindow> windows;
+  *by_steps = marks.size() > static_cast<size_t>(per_step_window);
+  if (*by_steps) {
+    windows = step_windows(marks, ends, per_step_window);
+  } else {
+    const int per_window = options.collectives_per_window > 0
+                               ? options.collectives_per_window
+                               : std::max<int>(1, static_cast<int>(ends.size() / 13));
+    windows = collective_windows(ends, per_window);
+  }
+  const size_t skip = static_cast<size_t>(std::max(0, options.skip_windows));
+  windows.erase(windows.begin(), windows.begin() + std::min(skip, windows.size()));
+  return windows;
+}
+
+Status summarize_windows(const std::string& source, TraceScore* out) {
+  std::vector<double> rates, log_rates, durations_ms;
+  for (const ScoreWindow& w : out->windows) {
+    rates.push_back(w.bytes_per_second());
+    log_rates.push_back(std::log(std::max(w.bytes_per_second(), 1.0)));
+    durations_ms.push_back((w.end_ns - w.begin_ns) / 1e6 / std::max(1, w.steps));
+  }
+  out->median_bytes_per_second = quantile(rates, 0.5);
+  std::vector<double> deviations, log_deviations;
+  const double log_median = quantile(log_rates, 0.5);
+  for (size_t i = 0; i < rates.size(); ++i) {
+    deviations.push_back(std::abs(rates[i] - out->median_bytes_per_second));
+    log_deviations.push_back(std::abs(log_rates[i] - log_median));
+  }
+  out->mad_bytes_per_second = 1.4826 * quantile(deviations, 0.5);
+  out->iqr_bytes_per_second = quantile(rates, 0.75) - quantile(rates, 0.25);
+  if (out->step_windows) out->median_step_ms = quantile(durations_ms, 0.5);
+  if (out->median_bytes_per_second <= 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "trace '" + source + "': the median window allreduced no bytes");
+  out->log_score = std::log(out->median_bytes_per_second);
+  const double log_sigma = 1.4826 * quantile(log_deviations, 0.5);
+  out->log_score_variance =
+      std::numbers::pi / 2 * log_sigma * log_sigma / static_cast<double>(rates.size());
+  return Status::OK();
+}
+
 Status score_trace(const TraceReader& reader, const std::string& source,
                    const ScoreOptions& options, TraceScore* out) {
   *out = TraceScore{};
@@ -136,19 +179,8 @@ Status score_trace(const TraceReader& reader, const std::string& source,
                                                     "' has no allreduce with bytes on rank " +
                                                     std::to_string(rank) + ": nothing to score");
 
-  const int per_step_window = std::max(1, options.steps_per_window);
-  std::vector<ScoreWindow> windows;
-  if (marks.size() > static_cast<size_t>(per_step_window)) {
-    out->step_windows = true;
-    windows = step_windows(marks, ends, per_step_window);
-  } else {
-    const int per_window = options.collectives_per_window > 0
-                               ? options.collectives_per_window
-                               : std::max<int>(1, static_cast<int>(ends.size() / 13));
-    windows = collective_windows(ends, per_window);
-  }
+  std::vector<ScoreWindow> windows = cut_windows(ends, marks, options, &out->step_windows);
   const size_t skip = static_cast<size_t>(std::max(0, options.skip_windows));
-  windows.erase(windows.begin(), windows.begin() + std::min(skip, windows.size()));
   if (windows.size() < static_cast<size_t>(std::max(1, options.min_windows)))
     return Status(StatusCode::kInvalidArgument,
                   "trace '" + source + "' has " + std::to_string(windows.size()) + " " +
@@ -194,30 +226,7 @@ Status score_trace(const TraceReader& reader, const std::string& source,
                   "trace '" + source + "': settings changed too often; no settings held for " +
                       std::to_string(options.min_windows) + " windows");
 
-  std::vector<double> rates, log_rates, durations_ms;
-  for (const ScoreWindow& w : out->windows) {
-    rates.push_back(w.bytes_per_second());
-    log_rates.push_back(std::log(std::max(w.bytes_per_second(), 1.0)));
-    durations_ms.push_back((w.end_ns - w.begin_ns) / 1e6 / std::max(1, w.steps));
-  }
-  out->median_bytes_per_second = quantile(rates, 0.5);
-  std::vector<double> deviations, log_deviations;
-  const double log_median = quantile(log_rates, 0.5);
-  for (size_t i = 0; i < rates.size(); ++i) {
-    deviations.push_back(std::abs(rates[i] - out->median_bytes_per_second));
-    log_deviations.push_back(std::abs(log_rates[i] - log_median));
-  }
-  out->mad_bytes_per_second = 1.4826 * quantile(deviations, 0.5);
-  out->iqr_bytes_per_second = quantile(rates, 0.75) - quantile(rates, 0.25);
-  if (out->step_windows) out->median_step_ms = quantile(durations_ms, 0.5);
-  if (out->median_bytes_per_second <= 0)
-    return Status(StatusCode::kInvalidArgument,
-                  "trace '" + source + "': the median window allreduced no bytes");
-  out->log_score = std::log(out->median_bytes_per_second);
-  const double log_sigma = 1.4826 * quantile(log_deviations, 0.5);
-  out->log_score_variance =
-      std::numbers::pi / 2 * log_sigma * log_sigma / static_cast<double>(rates.size());
-  return Status::OK();
+  return summarize_windows(source, out);
 }
 
 Status score_trace_files(const std::vector<std::string>& inputs, const ScoreOptions& options,

@@ -1,9 +1,13 @@
 // ringscope-tune (`ringscope tune`): reads recorded runs, scores each one,
 // fits the Gaussian-process model and suggests the next settings; --write
-// saves them as a settings file for `ringscope run --settings`.
+// saves them as a settings file for `ringscope run --settings`. --what-if
+// predicts other settings from one recorded run (replay, no new runs).
 // Exit codes: 0 success, 1 a trace or the model failed, 2 bad usage.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/trial_inputs.h"
 #include "ringscope/autotune/tune_report.h"
+#include "ringscope/autotune/whatif_replay.h"
 #include "settings_file.h"
 
 using namespace ringscope;
@@ -22,6 +27,81 @@ namespace {
 int fail(const Status& s) {
   std::cerr << "ringscope tune: " << s.to_string() << "\n";
   return 1;
+}
+
+// Settings to predict: the cross product of the given lists, a missing list
+// taking the recorded value; no list at all: the default grid.
+std::vector<TuneSettings> what_if_settings(const RecordedRun& run,
+                                           const std::vector<double>& threshold_mb,
+                                           const std::vector<double>& cycle_ms,
+                                           const std::vector<std::string>& cache) {
+  if (threshold_mb.empty() && cycle_ms.empty() && cache.empty()) return what_if_grid();
+  std::vector<int64_t> thresholds;
+  for (double mb : threshold_mb) thresholds.push_back(std::llround(mb * 1048576.0));
+  if (thresholds.empty()) thresholds.push_back(run.settings.fusion_threshold_bytes);
+  std::vector<double> cycles = cycle_ms;
+  if (cycles.empty()) cycles.push_back(run.settings.cycle_time_ms);
+  std::vector<bool> caches;
+  for (const std::string& c : cache) caches.push_back(c == "on");
+  if (caches.empty()) caches.push_back(run.settings.cache_enabled);
+  std::vector<TuneSettings> out;
+  for (bool c : caches)
+    for (int64_t t : thresholds)
+      for (double cy : cycles) out.push_back({t, cy, c});
+  return out;
+}
+
+int run_what_if(const std::vector<TraceGroup>& groups, const std::vector<double>& threshold_mb,
+                const std::vector<double>& cycle_ms, const std::vector<std::string>& cache,
+                const ScoreOptions& score_options, bool explain, const std::string& json_path) {
+  if (groups.size() != 1)
+    return fail(
+        Status(StatusCode::kInvalidArgument,
+               "--what-if takes exactly one recorded run; got " + std::to_string(groups.size())));
+  ReplayOptions options;
+  options.score = score_options;
+  RecordedRun run;
+  Status s = load_recorded_run_files(groups[0].files, score_options, &run);
+  if (!s.ok()) return fail(s);
+  const std::vector<TuneSettings> settings = what_if_settings(run, threshold_mb, cycle_ms, cache);
+  WhatIfReport report;
+  s = what_if_loaded(std::move(run), settings, options, &report);
+  if (!s.ok()) return fail(s);
+  print_what_if(report, explain, std::cout);
+  if (!json_path.empty()) {
+    std::ofstream json(json_path);
+    json << what_if_json(report) << "\n";
+    if (!json) return fail(Status(StatusCode::kIoError, "cannot write '" + json_path + "'"));
+  }
+  return 0;
+}
+
+// Replay predictions from the best-scoring trial, as extra observations.
+void add_replay_observations(const std::vector<TraceGroup>& groups, const LoadedTrials& loaded,
+                             const ScoreOptions& score_options, double sigma,
+                             std::vector<Observation>* observations) {
+  if (loaded.trials.empty()) return;
+  size_t best = 0;
+  for (size_t i = 1; i < loaded.trials.size(); ++i)
+    if (loaded.trials[i].median_bytes_per_second > loaded.trials[best].median_bytes_per_second)
+      best = i;
+  const std::string& source = loaded.trials[best].source;
+  for (const TraceGroup& g : groups) {
+    if (g.label != source) continue;
+    ReplayOptions options;
+    options.score = score_options;
+    WhatIfReport report;
+    Status s = what_if(g.files, what_if_grid(), options, &report);
+    if (!s.ok()) {
+      std::cerr << "ringscope tune: warning: no replay predictions: " << s.to_string() << "\n";
+      return;
+    }
+    const auto extra = what_if_observations(report, sigma * sigma);
+    observations->insert(observations->end(), extra.begin(), extra.end());
+    std::cout << "replay: " << extra.size() << " predictions from " << source
+              << " added as observations (model sigma " << sigma << " in ln units)\n";
+    return;
+  }
 }
 
 }  // namespace
@@ -56,12 +136,36 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   app.add_option("--xi", tuner_options.xi, "expected-improvement margin (ln units)")
       ->check(CLI::Range(0.0, 1.0));
+  bool what_if_mode = false, with_replay = false;
+  double replay_sigma = 0.15;
+  std::vector<double> threshold_mb, cycle_ms;
+  std::vector<std::string> cache;
+  app.add_flag("--what-if", what_if_mode,
+               "predict scores of other settings by replaying ONE recorded run (no new runs); "
+               "without --threshold-mb/--cycle-ms/--cache: a 48-point grid");
+  app.add_option("--threshold-mb", threshold_mb, "--what-if: fusion thresholds in MiB (0 = off)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1048576.0));
+  app.add_option("--cycle-ms", cycle_ms, "--what-if: cycle times in ms")
+      ->delimiter(',')
+      ->check(CLI::Range(0.001, 10000.0));
+  app.add_option("--cache", cache, "--what-if: response cache on and/or off")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--with-replay", with_replay,
+               "add what-if predictions from the best trial to the model as lower-confidence "
+               "observations");
+  app.add_option("--replay-sigma", replay_sigma,
+                 "--with-replay: the model error trusted for predictions (ln units, 0.15 ~ 15%)")
+      ->check(CLI::Range(0.01, 5.0));
   app.footer(
       "Example loop:\n"
       "  ringscope run -np 2 --trace runs/tune/trial0.sqlite -- ./train\n"
       "  ringscope tune runs/tune --write runs/tune/next.json\n"
       "  ringscope run -np 2 --settings runs/tune/next.json --trace runs/tune/trial1.sqlite -- "
-      "./train");
+      "./train\n"
+      "What-if (predict without running):\n"
+      "  ringscope tune runs/tune/trial0.sqlite --what-if --threshold-mb 0,8,128 --cycle-ms 1,5");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,6 +176,17 @@ int main(int argc, char** argv) {
   std::vector<TraceGroup> groups;
   Status s = collect_trace_groups(inputs, &groups);
   if (!s.ok()) return fail(s);
+  if (what_if_mode && (!write_path.empty() || with_replay)) {
+    std::cerr << "ringscope tune: --what-if only predicts; --write and --with-replay belong to "
+                 "the tuner (run without --what-if)\n";
+    return 2;
+  }
+  if (what_if_mode)
+    return run_what_if(groups, threshold_mb, cycle_ms, cache, score_options, explain, json_path);
+  if (!threshold_mb.empty() || !cycle_ms.empty() || !cache.empty()) {
+    std::cerr << "ringscope tune: --threshold-mb, --cycle-ms and --cache need --what-if\n";
+    return 2;
+  }
   LoadedTrials loaded;
   s = load_trials(groups, score_options, skip_bad, &loaded);
   for (const std::string& w : loaded.warnings) std::cerr << "ringscope tune: " << w << "\n";
@@ -81,7 +196,10 @@ int main(int argc, char** argv) {
             << "time, median over windows\n";
   print_trials(loaded.trials, std::cout);
   Suggestion suggestion;
-  s = suggest_next(observations_of(loaded.trials), tuner_options, &suggestion);
+  std::vector<Observation> observations = observations_of(loaded.trials);
+  if (with_replay)
+    add_replay_observations(groups, loaded, score_options, replay_sigma, &observations);
+  s = suggest_next(observations, tuner_options, &suggestion);
   if (!s.ok()) return fail(s);
   if (suggestion.distinct_settings == 1 && loaded.trials.size() > 1)
     std::cout << "note: all " << loaded.trials.size()

@@ -17,6 +17,9 @@ struct Observation {
   TuneSettings settings;
   double log_score = 0;           // ln(bytes per second)
   double log_score_variance = 0;  // measured noise of log_score
+  // A what-if replay prediction, not a measurement: it informs the model but
+  // is never the "best observed" trial nor counts the defaults as tried.
+  bool predicted = false;
 };
 
 // Posterior of ln(bytes/s) at one setting.

@@ -63,6 +63,23 @@ Status score_trace(const TraceReader& reader, const std::string& source,
 Status score_trace_files(const std::vector<std::string>& inputs, const ScoreOptions& options,
                          TraceScore* out);
 
+// One allreduce's end on the scored rank: what the windows count.
+struct CollectiveEnd {
+  int64_t end_ns = 0;
+  int64_t bytes = 0;
+};
+
+// The windows score_trace cuts, before grouping by settings: STEP-mark
+// windows when there are more marks than steps_per_window, else windows of
+// consecutive collectives; the warm-up windows are dropped. *by_steps tells
+// which. Shared with the what-if replay, which scores predicted events.
+std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vector<int64_t> marks,
+                                     const ScoreOptions& options, bool* by_steps);
+
+// Fills the statistics of out->windows (median, MAD, IQR, step time, log
+// score and its variance). Error: the median window allreduced no bytes.
+Status summarize_windows(const std::string& source, TraceScore* out);
+
 // Median and quantiles of a copy of `values` (linear interpolation).
 double quantile(std::vector<double> values, double q);
 

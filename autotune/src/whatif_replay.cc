@@ -1,0 +1,323 @@
+// The what-if replay loop (see whatif_replay.h). Mirrors Runtime::run_cycle
+// and wait_for_next_cycle (runtime/src/runtime.cc) cycle by cycle:
+//   1. each rank starts its cycle at its deadline (last agreement + cycle
+//      time; at least 1 ms when idle), or, if idle, when work arrives
+//      (doorbell: the others follow within the poll latency); the control
+//      allreduce completes when the last rank has joined;
+//   2. each rank drains what it submitted before its own start;
+//   3. cache hits ready on every rank answer on the fast path (slot order);
+//      misses go to the Coordinator (rank order, then arrival order);
+//   4. plan_fusion groups the responses; each group costs copy-in, the
+//      allreduce and copy-out from the cost model; then the callbacks;
+//   5. the cache is updated in response order, the answered tensors finish,
+//      and a rank whose step has finished gets its next STEP mark (the last
+//      completion plus the recorded gap), which releases the next step's
+//      submissions at their recorded offsets from that mark.
+#include "ringscope/autotune/whatif_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "coordinator.h"
+#include "fusion_planner.h"
+#include "response_cache.h"
+
+namespace ringscope::autotune {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+Request make_request(const RecordedTensor& t) {
+  Request r;
+  r.name = t.name;
+  r.op = static_cast<OpType>(std::clamp(t.op, 0, 2));
+  // The trace keeps bytes, not dtype or shape: every tensor is one byte
+  // vector, so all allreduces are fusable with each other.
+  r.dtype = DataType::kUInt8;
+  r.reduce = ReduceOp::kAverage;
+  r.shape = {t.bytes};
+  return r;
+}
+
+struct Entry {
+  size_t index = 0;
+  int64_t order = 0;
+  bool sent = false;
+};
+
+// One simulated rank: its submissions with replayed times, pending table and steps.
+struct SimRank {
+  const RecordedRank* rec = nullptr;
+  std::vector<int64_t> time;  // replayed submit time; kNever until its step is released
+  size_t next = 0;            // first submission not drained yet
+  std::map<std::string, Entry> pending;
+  std::vector<int> remaining;  // per step: submissions not finished
+  std::vector<int64_t> mark;   // predicted STEP marks
+  int64_t arrivals = 0;
+  int64_t start = 0;  // this cycle's start
+  int64_t default_gap = 0;
+
+  void init(const RecordedRank& r) {
+    rec = &r;
+    time.assign(r.tensors.size(), kNever);
+    remaining.assign(r.marks.size() + 1, 0);
+    mark.assign(r.marks.size(), kNever);
+    for (const RecordedTensor& t : r.tensors) ++remaining[t.step];
+    std::vector<double> gaps;
+    for (int64_t g : r.mark_gap_ns)
+      if (g >= 0) gaps.push_back(static_cast<double>(g));
+    default_gap = gaps.empty() ? 0 : static_cast<int64_t>(quantile(gaps, 0.5));
+    release(0);
+  }
+  // Step k's submissions get their times (step 0: as recorded).
+  void release(size_t k) {
+    for (size_t i = 0; i < rec->tensors.size(); ++i) {
+      const RecordedTensor& t = rec->tensors[i];
+      if (static_cast<size_t>(t.step) != k) continue;
+      time[i] = k == 0 ? t.enqueue_ns : mark[k - 1] + (t.enqueue_ns - rec->marks[k - 1]);
+    }
+    if (k < mark.size() && remaining[k] == 0)  // a step without submissions
+      finish_step(k, k == 0 ? rec->marks[0] : mark[k - 1] + (rec->marks[k] - rec->marks[k - 1]),
+                  /*gap=*/false);
+  }
+  void finish_step(size_t k, int64_t t, bool gap) {
+    int64_t g = 0;
+    if (gap) g = rec->mark_gap_ns[k] >= 0 ? rec->mark_gap_ns[k] : default_gap;
+    mark[k] = std::max(t, k > 0 ? mark[k - 1] : t) + g;
+    release(k + 1);
+  }
+  void finished(size_t index, int64_t t) {
+    const size_t k = static_cast<size_t>(rec->tensors[index].step);
+    if (--remaining[k] == 0 && k < mark.size()) finish_step(k, t, /*gap=*/true);
+  }
+  bool has_known_future() const { return next < time.size() && time[next] != kNever; }
+  // When an idle rank's wait for work returns: submissions must have paused
+  // for burst_quiet (runtime.cc kBurstQuiet).
+  int64_t wake_time(int64_t now, int64_t quiet) const {
+    if (!has_known_future()) return kNever;
+    int64_t last = time[next];
+    for (size_t j = next + 1; j < time.size() && time[j] != kNever; ++j) {
+      if (time[j] > std::max(last, now) + quiet) break;
+      last = std::max(last, time[j]);
+    }
+    return std::max(now, last + quiet);
+  }
+};
+
+}  // namespace
+
+Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSettings& settings,
+                  const ReplayOptions& options, ReplayResult* out) {
+  *out = ReplayResult{};
+  out->settings = settings;
+  const int n = static_cast<int>(run.ranks.size());
+  if (n == 0) return Status(StatusCode::kInvalidArgument, "the recorded run has no ranks");
+  std::vector<SimRank> ranks(n);
+  for (int r = 0; r < n; ++r) ranks[r].init(run.ranks[r]);
+
+  // A cache switched on for a run recorded without one gets the runtime's default capacity.
+  const size_t capacity = static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024);
+  const bool cache_on = settings.cache_enabled;
+  ResponseCache cache(cache_on ? capacity : 0);
+  Coordinator coordinator(n);
+  const int64_t cycle_ns = std::llround(std::max(0.0, settings.cycle_time_ms) * 1e6);
+  const int64_t empty_cycle_ns = std::max<int64_t>(1000, std::llround(model.negotiate_fast_ns));
+
+  int64_t t_end = kNever;
+  for (const SimRank& r : ranks)
+    if (r.has_known_future()) t_end = std::min(t_end, r.time[r.next]);
+  if (t_end == kNever) return Status(StatusCode::kInvalidArgument, "nothing to replay");
+  int64_t last_agreed = t_end;
+  bool last_had_responses = true;
+
+  for (;;) {
+    // 1. When each rank starts the cycle.
+    bool all_done = true, any_future = false;
+    for (const SimRank& r : ranks) {
+      all_done = all_done && r.pending.empty() && r.next == r.time.size();
+      any_future = any_future || r.has_known_future();
+    }
+    if (all_done) break;
+    if (!any_future && !last_had_responses) break;  // ranks wait on each other forever
+    if (out->cycles >= options.max_cycles)
+      return Status(StatusCode::kInvalidArgument,
+                    "replay of '" + run.source + "' under " + settings.to_string() + " exceeded " +
+                        std::to_string(options.max_cycles) + " cycles");
+    std::vector<int64_t> wake(n, kNever), deadline(n);
+    int64_t bell = kNever;
+    int ringer = -1;
+    for (int i = 0; i < n; ++i) {
+      const bool idle = ranks[i].pending.empty();
+      deadline[i] = last_agreed + (idle ? std::max(cycle_ns, options.idle_period_ns) : cycle_ns);
+      if (idle) wake[i] = ranks[i].wake_time(t_end, options.burst_quiet_ns);
+      if (wake[i] < deadline[i] && wake[i] < bell) bell = wake[i], ringer = i;
+    }
+    int64_t t_cycle = t_end;
+    for (int i = 0; i < n; ++i) {
+      int64_t s = std::min(deadline[i], wake[i]);
+      if (ringer >= 0 && i != ringer) s = std::min(s, bell + options.doorbell_latency_ns);
+      ranks[i].start = std::max(t_end, s);
+      t_cycle = std::max(t_cycle, ranks[i].start);
+    }
+    ++out->cycles;
+
+    // 2. Drain.
+    for (SimRank& r : ranks)
+      while (r.next < r.time.size() && r.time[r.next] <= r.start) {
+        r.pending.emplace(r.rec->tensors[r.next].name, Entry{r.next, r.arrivals++, false});
+        ++r.next;
+      }
+
+    // 3. Negotiate: fast path (ready on every rank), then the coordinator.
+    std::vector<char> ready(cache.capacity(), 1), conflict(cache.capacity(), 0);
+    std::vector<std::vector<Entry*>> to_coordinator(n);
+    bool uncached = false;
+    for (int i = 0; i < n; ++i) {
+      std::vector<char> mine(cache.capacity(), 0);
+      for (auto& [name, e] : ranks[i].pending) {
+        if (e.sent) continue;
+        uint32_t slot = 0;
+        const ResponseCache::Lookup hit =
+            cache_on ? cache.lookup(make_request(ranks[i].rec->tensors[e.index]), &slot)
+                     : ResponseCache::Lookup::kMiss;
+        if (hit == ResponseCache::Lookup::kHit) {
+          mine[slot] = 1;
+        } else {
+          if (hit == ResponseCache::Lookup::kConflict) conflict[slot] = 1;
+          to_coordinator[i].push_back(&e);
+        }
+      }
+      for (size_t s = 0; s < ready.size(); ++s) ready[s] = ready[s] && mine[s];
+      uncached = uncached || !to_coordinator[i].empty();
+    }
+    bool any_conflict = false;
+    for (uint32_t slot = 0; slot < conflict.size(); ++slot) {
+      if (!conflict[slot] || !cache.occupied(slot)) continue;
+      any_conflict = true;
+      const std::string name = cache.at(slot).tensor.name;
+      for (int i = 0; i < n; ++i) {
+        auto it = ranks[i].pending.find(name);
+        if (it != ranks[i].pending.end() && !it->second.sent &&
+            std::find(to_coordinator[i].begin(), to_coordinator[i].end(), &it->second) ==
+                to_coordinator[i].end())
+          to_coordinator[i].push_back(&it->second);
+      }
+      cache.erase_slot(slot);
+    }
+    std::vector<Response> responses;
+    for (uint32_t slot = 0; slot < ready.size(); ++slot) {
+      if (!ready[slot] || !cache.occupied(slot)) continue;
+      responses.push_back(cache.at(slot));
+      responses.back().from_cache = true;
+    }
+    const bool slow = uncached || any_conflict;
+    size_t slow_count = 0;
+    if (slow) {
+      for (int i = 0; i < n; ++i) {
+        auto& list = to_coordinator[i];
+        std::sort(list.begin(), list.end(),
+                  [](const Entry* a, const Entry* b) { return a->order < b->order; });
+        for (Entry* e : list) {
+          e->sent = true;
+          const size_t before = responses.size();
+          coordinator.add(i, make_request(ranks[i].rec->tensors[e->index]), &responses);
+          slow_count += responses.size() - before;
+        }
+      }
+      ++out->slow_cycles;
+    }
+    const double negotiate =
+        slow ? model.negotiate_slow.at(static_cast<double>(slow_count)) : model.negotiate_fast_ns;
+    last_agreed = t_cycle + std::llround(model.negotiate_fast_ns);
+    double t = static_cast<double>(t_cycle) + std::max(negotiate, 0.0);
+    last_had_responses = !responses.empty();
+    if (responses.empty()) {
+      t_end = std::max<int64_t>(std::llround(t), t_cycle + empty_cycle_ns);
+      continue;
+    }
+    ++out->work_cycles;
+    out->responses += static_cast<int64_t>(responses.size());
+
+    // 4. Execute the fusion plan.
+    for (const FusionGroup& g : plan_fusion(responses, settings.fusion_threshold_bytes)) {
+      const Response& first = responses[g.members[0]];
+      if (first.kind == Response::Kind::kError) continue;
+      const int64_t bytes = static_cast<int64_t>(g.bytes);
+      const int members = static_cast<int>(g.members.size());
+      if (first.tensor.op == OpType::kAllreduce) {
+        t += g.fused() ? model.copy_in_ns(bytes, members)
+                       : model.unfused_copy_in_fraction * model.copy_in_ns(bytes, 1);
+        t += model.allreduce_ns(bytes);
+        if (bytes > 0) out->ends.push_back({std::llround(t), bytes});
+        t += g.fused() ? model.copy_out_ns(bytes, members)
+                       : model.unfused_copy_out_fraction * model.copy_out_ns(bytes, 1);
+      } else if (first.tensor.op == OpType::kAllgather) {
+        int64_t total = 0;
+        for (int64_t d : first.first_dims) total += d;
+        t += model.allgather.at(static_cast<double>(total));
+      } else {
+        t += model.broadcast.at(static_cast<double>(bytes));
+      }
+      ++out->collectives;
+      if (options.keep_groups) {
+        ReplayGroup rg;
+        rg.cycle = out->cycles;
+        rg.bytes = bytes;
+        rg.from_cache = true;
+        for (size_t m : g.members) {
+          rg.members.push_back(responses[m].tensor.name);
+          rg.from_cache = rg.from_cache && responses[m].from_cache;
+        }
+        rg.end_ns = std::llround(t);
+        out->groups.push_back(std::move(rg));
+      }
+    }
+
+    // 5. Cache update, callbacks, completion and STEP marks.
+    for (const Response& r : responses) {
+      if (r.kind == Response::Kind::kError) {
+        uint32_t slot;
+        if (cache.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache.erase_slot(slot);
+      } else if (cache_on) {
+        cache.put(r);
+      }
+    }
+    t += model.callback.at(static_cast<double>(responses.size()));
+    t_end = std::llround(t);
+    for (const Response& r : responses)
+      for (SimRank& rank : ranks) {
+        auto it = rank.pending.find(r.tensor.name);
+        if (it == rank.pending.end()) continue;
+        const size_t index = it->second.index;
+        rank.pending.erase(it);
+        rank.finished(index, t_end);
+      }
+  }
+
+  for (const SimRank& r : ranks)
+    out->unfinished += static_cast<int64_t>(r.pending.size() + (r.time.size() - r.next));
+  if (out->unfinished > 0)
+    out->notes.push_back(std::to_string(out->unfinished) +
+                         " submission(s) were never answered in the replay");
+  for (int64_t m : ranks[0].mark)
+    if (m != kNever) out->marks.push_back(m);
+
+  TraceScore& score = out->score;
+  score.source = "what-if replay of " + run.source;
+  score.run_id = run.score.run_id;
+  score.settings = settings;
+  score.settings_origin = "what-if";
+  score.collectives = static_cast<int64_t>(out->ends.size());
+  for (const CollectiveEnd& e : out->ends) score.total_bytes += e.bytes;
+  score.windows = cut_windows(out->ends, out->marks, options.score, &score.step_windows);
+  if (score.windows.size() < static_cast<size_t>(std::max(1, options.score.min_windows)))
+    return Status(StatusCode::kInvalidArgument,
+                  "replay of '" + run.source + "' under " + settings.to_string() + " gives " +
+                      std::to_string(score.windows.size()) + " windows; at least " +
+                      std::to_string(options.score.min_windows) + " are needed");
+  return summarize_windows(score.source, &score);
+}
+
+}  // namespace ringscope::autotune
