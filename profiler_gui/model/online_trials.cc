@@ -2,14 +2,11 @@
 #include "online_trials.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <numbers>
 
 namespace ringscope::view {
 namespace {
 
-using autotune::quantile;
 using autotune::ScoreWindow;
 using autotune::TraceScore;
 using autotune::TuneSettings;
@@ -39,29 +36,6 @@ void apply_change(const SettingChange& change, TuneSettings* s) {
 }
 
 }  // namespace
-
-bool summarize_windows(TraceScore* score) {
-  std::vector<double> rates, log_rates;
-  for (const ScoreWindow& w : score->windows) {
-    rates.push_back(w.bytes_per_second());
-    log_rates.push_back(std::log(std::max(w.bytes_per_second(), 1.0)));
-  }
-  score->median_bytes_per_second = quantile(rates, 0.5);
-  if (rates.empty() || score->median_bytes_per_second <= 0) return false;
-  const double log_median = quantile(log_rates, 0.5);
-  std::vector<double> deviations, log_deviations;
-  for (size_t i = 0; i < rates.size(); ++i) {
-    deviations.push_back(std::abs(rates[i] - score->median_bytes_per_second));
-    log_deviations.push_back(std::abs(log_rates[i] - log_median));
-  }
-  score->mad_bytes_per_second = 1.4826 * quantile(deviations, 0.5);
-  score->iqr_bytes_per_second = quantile(rates, 0.75) - quantile(rates, 0.25);
-  score->log_score = std::log(score->median_bytes_per_second);
-  const double log_sigma = 1.4826 * quantile(log_deviations, 0.5);
-  score->log_score_variance =
-      std::numbers::pi / 2 * log_sigma * log_sigma / static_cast<double>(rates.size());
-  return true;
-}
 
 Status read_online_trials(const TraceReader& reader, const std::string& source,
                           const autotune::ScoreOptions& options, std::vector<TraceScore>* out,
@@ -103,7 +77,7 @@ Status read_online_trials(const TraceReader& reader, const std::string& source,
       if (c.time_ns <= list.front().begin_ns) apply_change(c, &score.settings);
     score.windows = list;
     for (const ScoreWindow& w : list) score.total_bytes += w.bytes;
-    if (!summarize_windows(&score)) {
+    if (!autotune::summarize_windows(name, &score).ok()) {
       notes->push_back("skipped " + name + ": its windows allreduced no bytes");
       continue;
     }

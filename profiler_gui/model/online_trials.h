@@ -21,9 +21,5 @@ Status read_online_trials(const TraceReader& reader, const std::string& source,
                           const autotune::ScoreOptions& options,
                           std::vector<autotune::TraceScore>* out, std::vector<std::string>* notes);
 
-// Median, MAD (x1.4826), IQR, ln score and its noise (pi/2 sigma^2 / n of
-// the ln window rates), as autotune::score_trace computes them, for
-// score->windows. False if the median is not positive.
-bool summarize_windows(autotune::TraceScore* score);
 
 }  // namespace ringscope::view
