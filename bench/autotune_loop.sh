@@ -14,6 +14,8 @@
 # grid's best interleaved, REPEATS times each, because the machine's speed
 # drifts over minutes (other jobs) and separate phases are not comparable.
 # ONLY_CONFIRM=1 re-runs only the confirm phase on an earlier OUT_DIR.
+# START=defaults starts the loop from the defaults (128 MiB, 1 ms) instead of
+# the poor start: the "tuning never recommends worse than the defaults" check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/tune}
@@ -25,6 +27,12 @@ NP=${NP:-2}
 GRID=${GRID:-1}
 REPEATS=${REPEATS:-3}
 ONLY_CONFIRM=${ONLY_CONFIRM:-0}
+START=${START:-poor}
+case "$START" in
+  poor) START_ARGS=(--fusion-threshold-mb 0 --cycle-time-ms 50) ;;
+  defaults) START_ARGS=(--fusion-threshold-mb 128 --cycle-time-ms 1) ;;
+  *) echo "autotune_loop: START must be poor or defaults, not '$START'" >&2; exit 2 ;;
+esac
 WORKLOAD_NAME=${WORKLOAD:-resnet50}
 WITH_REPLAY=${WITH_REPLAY:-0}
 TUNE_EXTRA=()
@@ -45,12 +53,12 @@ if [[ "$ONLY_CONFIRM" != 1 ]]; then
 rm -rf "$OUT" "$OUT-grid"
 mkdir -p "$OUT" "$OUT-grid"
 
-echo "== tuning loop: $TRIALS trials from fusion off, cycle 50 ms =="
+echo "== tuning loop: $TRIALS trials from ${START_ARGS[*]} =="
 declare -a LOOP_ROWS
 for ((i = 0; i < TRIALS; i++)); do
   trace="$OUT/trial$i.sqlite"
   if ((i == 0)); then
-    args=(--fusion-threshold-mb 0 --cycle-time-ms 50)
+    args=("${START_ARGS[@]}")
   else
     args=(--settings "$OUT/next.json")
   fi
@@ -109,7 +117,7 @@ rm -rf "$OUT-confirm" && mkdir -p "$OUT-confirm"
 grid_mb=$(jq -r '.best_grid.fusion_mb // 128' "$OUT/autotune_loop.json")
 grid_cyc=$(jq -r '.best_grid.cycle_ms // 1' "$OUT/autotune_loop.json")
 declare -A CONFIRM_ARGS=(
-  [start]="--fusion-threshold-mb 0 --cycle-time-ms 50"
+  [start]="${START_ARGS[*]}"
   [defaults]="--fusion-threshold-mb 128 --cycle-time-ms 1"
   [tuned]="--settings $OUT/tuned.json"
   [grid_best]="--fusion-threshold-mb $grid_mb --cycle-time-ms $grid_cyc")
