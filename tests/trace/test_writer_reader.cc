@@ -191,3 +191,33 @@ TEST_CASE("close drains everything even when the writer was sleeping", "[trace][
   CHECK(reader.ranks()[0].event_count == 30'000);
   CHECK(reader.ranks()[0].dropped_events == 0);
 }
+
+TEST_CASE("a reader open on a live trace does not make the writer's close fail",
+          "[trace][writer]") {
+  test::TempDir dir;
+  const std::string path = dir.file("live.rank0.sqlite");
+  TraceWriter writer;
+  REQUIRE(writer.open(path, 0, 1, {{"run_id", "live"}}).ok());
+  for (int i = 0; i < 1000; ++i) {
+    TraceEvent e;
+    e.kind = static_cast<uint16_t>(EventKind::kEnqueue);
+    e.start_ns = e.end_ns = i;
+    writer.record(e);
+  }
+  REQUIRE(writer.flush().ok());
+  {
+    TraceReader follower;  // a viewer following the run, still open at close
+    REQUIRE(follower.open({path}).ok());
+    size_t seen = 0;
+    REQUIRE(follower.scan_events(0, [&](const StoredEvent&) { return ++seen, true; }).ok());
+    CHECK(seen == 1000);
+    REQUIRE(writer.close().ok());
+  }
+  TraceReader after;
+  REQUIRE(after.open({path}).ok());
+  REQUIRE(after.ranks().size() == 1);
+  CHECK(after.ranks()[0].finalized);
+  size_t seen = 0;
+  REQUIRE(after.scan_events(0, [&](const StoredEvent&) { return ++seen, true; }).ok());
+  CHECK(seen == 1000);
+}

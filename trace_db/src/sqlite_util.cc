@@ -35,6 +35,9 @@ Status open_for_write(const std::string& path, Db* out) {
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return error(raw, rc, "opening " + path + " for writing");
+  // A reader (the viewer following a live run) may hold the file briefly;
+  // wait for it rather than fail at once.
+  sqlite3_busy_timeout(raw, 5000);
   out->swap(db);
   return Status::OK();
 }
@@ -45,6 +48,8 @@ Status open_read_only(const std::string& path, Db* out) {
       sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return error(raw, rc, "opening " + path);
+  // The writer's close (checkpoint, layout rewrite) holds locks for a moment.
+  sqlite3_busy_timeout(raw, 2000);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
