@@ -9,7 +9,8 @@
 # Env: BUILD=build, STEPS=20, COMPUTE_MS=10, NP=2, GRID=1 (0 skips the grid),
 # WORKLOAD=resnet50|small (synthetic_gradients --workload; small: 360 tensors
 # of 1-64 KiB where fusion and cycle time matter), WITH_REPLAY=1 (the tuner
-# also uses what-if replay predictions from the best trial: --with-replay),
+# also uses what-if replay predictions from the best trial: --with-replay;
+# the loop stops if the tuner can make no prediction),
 # REPEATS=3: the confirm phase re-runs start, defaults, the tuned pick and the
 # grid's best interleaved, REPEATS times each, because the machine's speed
 # drifts over minutes (other jobs) and separate phases are not comparable.

@@ -9,10 +9,17 @@
 
 #include <Eigen/Dense>
 
+#include "allreduce_choice.h"  // the runtime's algorithm choice (runtime/src)
+
 namespace ringscope::autotune {
 namespace {
 
 double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
+
+// Buffers the runtime would allreduce by recursive doubling at 3+ ranks.
+bool is_small_allreduce(int64_t bytes) {
+  return bytes <= static_cast<int64_t>(kSmallAllreduceBytes);
+}
 
 // Affine fit of (units, ns) pairs; a single distinct unit count gives a pure
 // per-unit (through the origin) or pure alpha (units 0) fit.
@@ -110,7 +117,7 @@ double CostModel::allreduce_ns(int64_t bytes) const {
   if (mpi_allreduce) return mpi_allreduce_cost.at(static_cast<double>(bytes));
   const double overhead = overhead_ns(bytes);
   if (n == 1 || bytes == 0) return overhead;
-  if (replay_uses_recursive_doubling(bytes, n) && rd_step.samples > 0) {
+  if (bytes > 0 && use_recursive_doubling(static_cast<size_t>(bytes), n) && rd_step.samples > 0) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
     const int steps = static_cast<int>(std::log2(p)) + (n > p ? 2 : 0);
@@ -185,14 +192,14 @@ Status fit_cost_model(const CalibrationSamples& s, int world_size, bool mpi_allr
     double small_sum = 0;
     int small_count = 0;
     for (const auto& o : samples)
-      if (o.bytes <= kReplaySmallAllreduceBytes)
+      if (is_small_allreduce(o.bytes))
         small_sum += static_cast<double>(std::max<int64_t>(0, o.dur_ns)), ++small_count;
     Affine& a = out->collective_overhead;
     a.samples = static_cast<int>(samples.size());
     a.alpha_ns = small_count > 0 ? small_sum / small_count : 0.0;
     double xy = 0, xx = 0;
     for (const auto& o : samples) {
-      if (o.bytes <= kReplaySmallAllreduceBytes) continue;
+      if (is_small_allreduce(o.bytes)) continue;
       const double x = static_cast<double>(o.bytes);
       xy += x * (static_cast<double>(std::max<int64_t>(0, o.dur_ns)) - a.alpha_ns);
       xx += x * x;
@@ -232,21 +239,30 @@ Status fit_cost_model(const CalibrationSamples& s, int world_size, bool mpi_allr
   for (const auto& c : s.callbacks) cb.emplace_back(c.responses, static_cast<double>(c.dur_ns));
   out->callback = fit_affine(cb);
 
-  std::vector<double> fast;
+  // Fast: cycles that answered on the fast path only; without any (cache
+  // off), cycles that used neither path (empty: the control allreduce alone).
+  std::vector<double> fast, empty;
   std::vector<std::pair<double, double>> slow;
   for (const auto& n : s.negotiations) {
     if (n.slow)
       slow.emplace_back(n.responses, static_cast<double>(n.dur_ns));
-    else if (n.responses > 0)
-      fast.push_back(static_cast<double>(n.dur_ns));
+    else
+      (n.responses > 0 ? fast : empty).push_back(static_cast<double>(n.dur_ns));
   }
-  out->negotiate_fast_ns = fast.empty() ? 0.0 : median(fast);
   out->negotiate_slow = fit_affine(slow);
-  if (fast.empty() && !slow.empty()) {
+  if (!fast.empty()) {
+    out->negotiate_fast_ns = median(fast);
+  } else if (!empty.empty()) {
+    out->negotiate_fast_ns = median(empty);
+    out->notes.push_back(
+        "no fast-path cycle recorded (cache off?): the fast path is the median "
+        "of " +
+        std::to_string(empty.size()) + " empty cycle(s)");
+  } else if (!slow.empty()) {
     out->negotiate_fast_ns = out->negotiate_slow.alpha_ns / 2;
     out->notes.push_back(
-        "no fast-path cycle recorded (cache off?): the fast path is assumed half the slow "
-        "path's fixed cost");
+        "no fast-path or empty cycle recorded (cache off?): the fast path is assumed half the "
+        "slow path's fixed cost");
   }
   if (slow.empty()) {
     out->negotiate_slow.alpha_ns = 2 * out->negotiate_fast_ns;

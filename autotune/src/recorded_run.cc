@@ -113,7 +113,8 @@ void collect_samples(const RankEvents& ev, CalibrationSamples* s) {
 }
 
 // Negotiation time of each cycle on one rank: decision (end of its
-// NEGOTIATE events) minus cycle start; cycles without responses: the CYCLE span.
+// NEGOTIATE events) minus cycle start; cycles without responses (CYCLE
+// value 0): the CYCLE span.
 void negotiation_by_cycle(const RankEvents& ev,
                           std::map<int64_t, CalibrationSamples::Negotiation>* by_cycle) {
   std::map<int64_t, std::pair<int64_t, int>> decided;  // cycle -> (decision, responses)
@@ -129,6 +130,8 @@ void negotiation_by_cycle(const RankEvents& ev,
     if (it != decided.end()) {
       n.dur_ns = it->second.first - c.start_ns;
       n.responses = it->second.second;
+    } else if (c.value > 0) {
+      continue;  // responses but no NEGOTIATE here (dropped?): the span is not negotiation
     } else {
       n.dur_ns = dur(c);
     }

@@ -148,6 +148,9 @@ Status score_trace(const TraceReader& reader, const std::string& source,
   if (reader.ranks().empty())
     return Status(StatusCode::kInvalidArgument, "trace '" + source + "' holds no ranks");
   const int rank = reader.ranks().front().rank;
+  auto cancelled = [&] {
+    return options.cancel && options.cancel->load(std::memory_order_relaxed);
+  };
 
   std::vector<CollectiveEnd> ends;
   Status s = reader.scan_events(
@@ -155,20 +158,22 @@ Status score_trace(const TraceReader& reader, const std::string& source,
       [&](const StoredEvent& e) {
         if (is_allreduce(e.event.kind) && e.event.bytes > 0)
           ends.push_back({e.event.end_ns, e.event.bytes});
-        return true;
+        return !cancelled();
       },
       Lane::kCollective);
   if (!s.ok()) return s;
+  if (cancelled()) return Status(StatusCode::kShutdown, "scoring '" + source + "' cancelled");
   std::vector<int64_t> marks;
   s = reader.scan_events(
       rank,
       [&](const StoredEvent& e) {
         if (e.event.kind == static_cast<uint16_t>(EventKind::kStep))
           marks.push_back(e.event.start_ns);
-        return true;
+        return !cancelled();
       },
       Lane::kUser);
   if (!s.ok()) return s;
+  if (cancelled()) return Status(StatusCode::kShutdown, "scoring '" + source + "' cancelled");
   std::sort(ends.begin(), ends.end(),
             [](const CollectiveEnd& a, const CollectiveEnd& b) { return a.end_ns < b.end_ns; });
   std::sort(marks.begin(), marks.end());

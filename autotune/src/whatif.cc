@@ -1,6 +1,7 @@
 // What-if driver: load and calibrate once, replay the recorded settings (the
-// anchor) and every asked setting, and present the predictions as a table,
-// JSON, or lower-confidence observations for the tuner.
+// anchor) and every asked setting (a setting that fails keeps its row and
+// reason), and present the predictions as a table, JSON, or lower-confidence
+// observations for the tuner.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,12 @@ nlohmann::json settings_json(const TuneSettings& s) {
 }
 
 }  // namespace
+
+size_t WhatIfReport::predicted() const {
+  return static_cast<size_t>(
+      std::count_if(predictions.begin(), predictions.end(),
+                    [](const WhatIfPrediction& p) { return p.status.ok(); }));
+}
 
 std::vector<TuneSettings> what_if_grid() {
   std::vector<TuneSettings> grid;
@@ -51,8 +58,13 @@ Status what_if_loaded(RecordedRun run, const std::vector<TuneSettings>& settings
   for (const TuneSettings& candidate : settings) {
     WhatIfPrediction p;
     p.settings = candidate;
-    s = replay_run(out->run, out->model, candidate, options, &p.replay);
-    if (!s.ok()) return s;
+    p.status = replay_run(out->run, out->model, candidate, options, &p.replay);
+    if (!p.status.ok()) {
+      p.replay = ReplayResult{};
+      p.replay.settings = candidate;
+      out->predictions.push_back(std::move(p));
+      continue;
+    }
     p.raw_bytes_per_second = p.replay.score.median_bytes_per_second;
     p.anchored_bytes_per_second = p.raw_bytes_per_second * out->anchor;
     p.vs_recorded = p.anchored_bytes_per_second / out->run.score.median_bytes_per_second;
@@ -65,7 +77,7 @@ std::vector<Observation> what_if_observations(const WhatIfReport& report,
                                               double model_log_variance) {
   std::vector<Observation> out;
   for (const WhatIfPrediction& p : report.predictions) {
-    if (p.anchored_bytes_per_second <= 0) continue;
+    if (!p.status.ok() || p.anchored_bytes_per_second <= 0) continue;
     Observation o;
     o.settings = p.settings;
     o.log_score = std::log(p.anchored_bytes_per_second);
@@ -90,8 +102,9 @@ void print_what_if(const WhatIfReport& report, bool explain, std::ostream& out) 
   if (explain) out << report.model.describe();
   out << "predicted score (bytes/s, anchored), step time, cycles with work / slow path, "
          "collectives:\n";
-  std::vector<const WhatIfPrediction*> order;
-  for (const WhatIfPrediction& p : report.predictions) order.push_back(&p);
+  std::vector<const WhatIfPrediction*> order, failed;
+  for (const WhatIfPrediction& p : report.predictions)
+    (p.status.ok() ? order : failed).push_back(&p);
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
     return a->anchored_bytes_per_second > b->anchored_bytes_per_second;
   });
@@ -105,6 +118,13 @@ void print_what_if(const WhatIfReport& report, bool explain, std::ostream& out) 
                   static_cast<long long>(p->replay.collectives));
     out << line;
   }
+  for (const WhatIfPrediction* p : failed) {
+    std::snprintf(line, sizeof line, "  %-40s not predicted: ", p->settings.to_string().c_str());
+    out << line << p->status.message() << "\n";
+  }
+  if (!failed.empty())
+    out << "note: " << failed.size() << " of " << report.predictions.size()
+        << " setting(s) could not be predicted and are left out (\"not predicted\" above)\n";
   for (const std::string& n : run.notes) out << "note: " << n << "\n";
   out << "note: predictions come from a model calibrated on one run; expect errors of 10-20% "
          "(docs/autotune.md, \"What-if replay\")\n";
@@ -134,7 +154,11 @@ std::string what_if_json(const WhatIfReport& report) {
                 {"callback_per_response_ns", m.callback.per_unit_ns},
                 {"notes", m.notes}};
   nlohmann::json rows = nlohmann::json::array();
-  for (const WhatIfPrediction& p : report.predictions)
+  for (const WhatIfPrediction& p : report.predictions) {
+    if (!p.status.ok()) {
+      rows.push_back({{"settings", settings_json(p.settings)}, {"error", p.status.message()}});
+      continue;
+    }
     rows.push_back({{"settings", settings_json(p.settings)},
                     {"raw_bytes_per_second", p.raw_bytes_per_second},
                     {"predicted_bytes_per_second", p.anchored_bytes_per_second},
@@ -144,7 +168,9 @@ std::string what_if_json(const WhatIfReport& report) {
                     {"slow_cycles", p.replay.slow_cycles},
                     {"collectives", p.replay.collectives},
                     {"notes", p.replay.notes}});
+  }
   j["predictions"] = rows;
+  j["not_predicted"] = report.predictions.size() - report.predicted();
   j["notes"] = report.run.notes;
   return j.dump(2);
 }

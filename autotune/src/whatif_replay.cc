@@ -4,7 +4,9 @@
 //      time; at least 1 ms when idle), or, if idle, when work arrives
 //      (doorbell: the others follow within the poll latency); the control
 //      allreduce completes when the last rank has joined;
-//   2. each rank drains what it submitted before its own start;
+//   2. each rank drains what it submitted before its own start, except that
+//      a name still pending on the rank waits (with what follows it) until
+//      its earlier op completes: the runtime rejects a duplicate in flight;
 //   3. cache hits ready on every rank answer on the fast path (slot order);
 //      misses go to the Coordinator (rank order, then arrival order);
 //   4. plan_fusion groups the responses; each group costs copy-in, the
@@ -16,11 +18,13 @@
 #include "ringscope/autotune/whatif_replay.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "coordinator.h"
+#include "cycle_timing.h"
 #include "fusion_planner.h"
 #include "response_cache.h"
 
@@ -48,53 +52,104 @@ struct Entry {
 };
 
 // One simulated rank: its submissions with replayed times, pending table and steps.
+// Submissions are in enqueue order and their steps never decrease (checked
+// by init), so step k's submissions are the range [step_begin[k],
+// step_begin[k + 1]) and releasing a step touches only its own submissions.
 struct SimRank {
   const RecordedRank* rec = nullptr;
-  std::vector<int64_t> time;  // replayed submit time; kNever until its step is released
-  size_t next = 0;            // first submission not drained yet
+  std::vector<int64_t> time;       // replayed submit time; kNever until its step is released
+  std::vector<size_t> step_begin;  // per step, and one past the last step
+  size_t next = 0;                 // first submission not drained yet
   std::map<std::string, Entry> pending;
   std::vector<int> remaining;  // per step: submissions not finished
   std::vector<int64_t> mark;   // predicted STEP marks
   int64_t arrivals = 0;
   int64_t start = 0;  // this cycle's start
   int64_t default_gap = 0;
+  int64_t waited = 0;  // submissions that waited for an earlier op of the same name
 
-  void init(const RecordedRank& r) {
+  Status init(const RecordedRank& r, const std::string& source) {
     rec = &r;
+    const size_t steps = r.marks.size() + 1;
+    auto bad = [&](const std::string& what) {
+      return Status(StatusCode::kInvalidArgument,
+                    "recorded run '" + source + "', rank " + std::to_string(r.rank) + ": " + what);
+    };
+    if (r.mark_gap_ns.size() != r.marks.size())
+      return bad(std::to_string(r.marks.size()) + " STEP marks but " +
+                 std::to_string(r.mark_gap_ns.size()) + " mark gaps");
+    remaining.assign(steps, 0);
+    for (size_t i = 0; i < r.tensors.size(); ++i) {
+      const RecordedTensor& t = r.tensors[i];
+      if (t.step < 0 || static_cast<size_t>(t.step) >= steps)
+        return bad("submission " + std::to_string(i) + " ('" + t.name + "') has step " +
+                   std::to_string(t.step) + "; the rank has " + std::to_string(r.marks.size()) +
+                   " STEP marks");
+      if (i > 0 && (t.step < r.tensors[i - 1].step || t.enqueue_ns < r.tensors[i - 1].enqueue_ns))
+        return bad("submission " + std::to_string(i) + " ('" + t.name +
+                   "') is out of enqueue or step order");
+      ++remaining[t.step];
+    }
+    step_begin.assign(steps + 1, 0);
+    for (size_t k = 0; k < steps; ++k)
+      step_begin[k + 1] = step_begin[k] + static_cast<size_t>(remaining[k]);
     time.assign(r.tensors.size(), kNever);
-    remaining.assign(r.marks.size() + 1, 0);
     mark.assign(r.marks.size(), kNever);
-    for (const RecordedTensor& t : r.tensors) ++remaining[t.step];
     std::vector<double> gaps;
     for (int64_t g : r.mark_gap_ns)
       if (g >= 0) gaps.push_back(static_cast<double>(g));
     default_gap = gaps.empty() ? 0 : static_cast<int64_t>(quantile(gaps, 0.5));
     release(0);
+    return Status::OK();
   }
-  // Step k's submissions get their times (step 0: as recorded).
+  // Step k's submissions get their times (step 0: as recorded); a following
+  // step without submissions gets its mark at once (its recorded length
+  // after the previous mark), which releases the step after it.
   void release(size_t k) {
-    for (size_t i = 0; i < rec->tensors.size(); ++i) {
-      const RecordedTensor& t = rec->tensors[i];
-      if (static_cast<size_t>(t.step) != k) continue;
-      time[i] = k == 0 ? t.enqueue_ns : mark[k - 1] + (t.enqueue_ns - rec->marks[k - 1]);
+    for (;; ++k) {
+      for (size_t i = step_begin[k]; i < step_begin[k + 1]; ++i) {
+        const RecordedTensor& t = rec->tensors[i];
+        time[i] = k == 0 ? t.enqueue_ns : mark[k - 1] + (t.enqueue_ns - rec->marks[k - 1]);
+      }
+      if (k >= mark.size() || remaining[k] != 0) return;
+      set_mark(k, k == 0 ? rec->marks[0] : mark[k - 1] + (rec->marks[k] - rec->marks[k - 1]), 0);
     }
-    if (k < mark.size() && remaining[k] == 0)  // a step without submissions
-      finish_step(k, k == 0 ? rec->marks[0] : mark[k - 1] + (rec->marks[k] - rec->marks[k - 1]),
-                  /*gap=*/false);
   }
-  void finish_step(size_t k, int64_t t, bool gap) {
-    int64_t g = 0;
-    if (gap) g = rec->mark_gap_ns[k] >= 0 ? rec->mark_gap_ns[k] : default_gap;
-    mark[k] = std::max(t, k > 0 ? mark[k - 1] : t) + g;
+  void set_mark(size_t k, int64_t t, int64_t gap) {
+    mark[k] = std::max(t, k > 0 ? mark[k - 1] : t) + gap;
+  }
+  void finish_step(size_t k, int64_t t) {
+    set_mark(k, t, rec->mark_gap_ns[k] >= 0 ? rec->mark_gap_ns[k] : default_gap);
     release(k + 1);
   }
+  // Submission `index` completed at `t`. A next submission of the same name
+  // recorded before `t` would have been rejected as a duplicate in flight
+  // (runtime/src/tensor_queue.cc, kDuplicateName): the framework submits it
+  // once this one completes.
   void finished(size_t index, int64_t t) {
-    const size_t k = static_cast<size_t>(rec->tensors[index].step);
-    if (--remaining[k] == 0 && k < mark.size()) finish_step(k, t, /*gap=*/true);
+    const RecordedTensor& done = rec->tensors[index];
+    if (next < time.size() && time[next] != kNever && time[next] < t &&
+        rec->tensors[next].name == done.name) {
+      time[next] = t;
+      ++waited;
+    }
+    const size_t k = static_cast<size_t>(done.step);
+    if (--remaining[k] == 0 && k < mark.size()) finish_step(k, t);
   }
   bool has_known_future() const { return next < time.size() && time[next] != kNever; }
+  // Whether the next submission can be drained once its time comes: not
+  // while an op of the same name is still pending on this rank.
+  bool blocked() const { return has_known_future() && pending.count(rec->tensors[next].name) > 0; }
+  // Drains what was submitted by `start`, stopping at a name still pending
+  // (the later submissions wait behind it, as the framework thread would).
+  void drain() {
+    while (next < time.size() && time[next] <= start && !blocked()) {
+      pending.emplace(rec->tensors[next].name, Entry{next, arrivals++, false});
+      ++next;
+    }
+  }
   // When an idle rank's wait for work returns: submissions must have paused
-  // for burst_quiet (runtime.cc kBurstQuiet).
+  // for `quiet` (kBurstQuiet of cycle_timing.h).
   int64_t wake_time(int64_t now, int64_t quiet) const {
     if (!has_known_future()) return kNever;
     int64_t last = time[next];
@@ -106,6 +161,10 @@ struct SimRank {
   }
 };
 
+int64_t to_ns(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
 }  // namespace
 
 Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSettings& settings,
@@ -115,7 +174,15 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   const int n = static_cast<int>(run.ranks.size());
   if (n == 0) return Status(StatusCode::kInvalidArgument, "the recorded run has no ranks");
   std::vector<SimRank> ranks(n);
-  for (int r = 0; r < n; ++r) ranks[r].init(run.ranks[r]);
+  for (int r = 0; r < n; ++r) {
+    Status s = ranks[r].init(run.ranks[r], run.source);
+    if (!s.ok()) return s;
+  }
+  // The runtime's loop constants (cycle_timing.h); a doorbell is noticed
+  // after half the poll period on average.
+  const int64_t burst_quiet_ns = to_ns(kBurstQuiet);
+  const int64_t doorbell_latency_ns = to_ns(kDoorbellPoll) / 2;
+  const int64_t idle_period_ns = to_ns(kIdlePeriod);
 
   // A cache switched on for a run recorded without one gets the runtime's default capacity.
   const size_t capacity = static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024);
@@ -137,7 +204,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     bool all_done = true, any_future = false;
     for (const SimRank& r : ranks) {
       all_done = all_done && r.pending.empty() && r.next == r.time.size();
-      any_future = any_future || r.has_known_future();
+      any_future = any_future || (r.has_known_future() && !r.blocked());
     }
     if (all_done) break;
     if (!any_future && !last_had_responses) break;  // ranks wait on each other forever
@@ -150,25 +217,21 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     int ringer = -1;
     for (int i = 0; i < n; ++i) {
       const bool idle = ranks[i].pending.empty();
-      deadline[i] = last_agreed + (idle ? std::max(cycle_ns, options.idle_period_ns) : cycle_ns);
-      if (idle) wake[i] = ranks[i].wake_time(t_end, options.burst_quiet_ns);
+      deadline[i] = last_agreed + (idle ? std::max(cycle_ns, idle_period_ns) : cycle_ns);
+      if (idle) wake[i] = ranks[i].wake_time(t_end, burst_quiet_ns);
       if (wake[i] < deadline[i] && wake[i] < bell) bell = wake[i], ringer = i;
     }
     int64_t t_cycle = t_end;
     for (int i = 0; i < n; ++i) {
       int64_t s = std::min(deadline[i], wake[i]);
-      if (ringer >= 0 && i != ringer) s = std::min(s, bell + options.doorbell_latency_ns);
+      if (ringer >= 0 && i != ringer) s = std::min(s, bell + doorbell_latency_ns);
       ranks[i].start = std::max(t_end, s);
       t_cycle = std::max(t_cycle, ranks[i].start);
     }
     ++out->cycles;
 
     // 2. Drain.
-    for (SimRank& r : ranks)
-      while (r.next < r.time.size() && r.time[r.next] <= r.start) {
-        r.pending.emplace(r.rec->tensors[r.next].name, Entry{r.next, r.arrivals++, false});
-        ++r.next;
-      }
+    for (SimRank& r : ranks) r.drain();
 
     // 3. Negotiate: fast path (ready on every rank), then the coordinator.
     std::vector<char> ready(cache.capacity(), 1), conflict(cache.capacity(), 0);
@@ -301,6 +364,12 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   if (out->unfinished > 0)
     out->notes.push_back(std::to_string(out->unfinished) +
                          " submission(s) were never answered in the replay");
+  int64_t waited = 0;
+  for (const SimRank& r : ranks) waited += r.waited;
+  if (waited > 0)
+    out->notes.push_back(std::to_string(waited) +
+                         " submission(s) waited for an earlier op of the same name to finish "
+                         "(the runtime rejects a name already in flight)");
   for (int64_t m : ranks[0].mark)
     if (m != kNever) out->marks.push_back(m);
 

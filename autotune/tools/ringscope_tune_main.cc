@@ -2,7 +2,8 @@
 // fits the Gaussian-process model and suggests the next settings; --write
 // saves them as a settings file for `ringscope run --settings`. --what-if
 // predicts other settings from one recorded run (replay, no new runs).
-// Exit codes: 0 success, 1 a trace or the model failed, 2 bad usage.
+// Exit codes: 0 success, 1 a trace or the model failed (or nothing could be
+// predicted for --what-if / --with-replay), 2 bad usage.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -73,35 +74,62 @@ int run_what_if(const std::vector<TraceGroup>& groups, const std::vector<double>
     json << what_if_json(report) << "\n";
     if (!json) return fail(Status(StatusCode::kIoError, "cannot write '" + json_path + "'"));
   }
+  if (report.predicted() == 0)
+    return fail(Status(StatusCode::kInvalidArgument, "none of the " +
+                                                         std::to_string(report.predictions.size()) +
+                                                         " setting(s) could be predicted from '" +
+                                                         report.run.source + "' (reasons above)"));
   return 0;
 }
 
 // Replay predictions from the best-scoring trial, as extra observations.
-void add_replay_observations(const std::vector<TraceGroup>& groups, const LoadedTrials& loaded,
-                             const ScoreOptions& score_options, double sigma,
-                             std::vector<Observation>* observations) {
-  if (loaded.trials.empty()) return;
+// Error: the user asked for them and none could be made (the replay of that
+// trial failed, or every setting of the grid did); a partial failure is
+// reported on stdout.
+Status add_replay_observations(const std::vector<TraceGroup>& groups, const LoadedTrials& loaded,
+                               const ScoreOptions& score_options, double sigma,
+                               std::vector<Observation>* observations) {
+  if (loaded.trials.empty())
+    return Status(StatusCode::kInvalidArgument, "--with-replay: no trial to replay");
   size_t best = 0;
   for (size_t i = 1; i < loaded.trials.size(); ++i)
     if (loaded.trials[i].median_bytes_per_second > loaded.trials[best].median_bytes_per_second)
       best = i;
   const std::string& source = loaded.trials[best].source;
-  for (const TraceGroup& g : groups) {
-    if (g.label != source) continue;
-    ReplayOptions options;
-    options.score = score_options;
-    WhatIfReport report;
-    Status s = what_if(g.files, what_if_grid(), options, &report);
-    if (!s.ok()) {
-      std::cerr << "ringscope tune: warning: no replay predictions: " << s.to_string() << "\n";
-      return;
-    }
-    const auto extra = what_if_observations(report, sigma * sigma);
-    observations->insert(observations->end(), extra.begin(), extra.end());
-    std::cout << "replay: " << extra.size() << " predictions from " << source
-              << " added as observations (model sigma " << sigma << " in ln units)\n";
-    return;
-  }
+  auto it = std::find_if(groups.begin(), groups.end(),
+                         [&](const TraceGroup& g) { return g.label == source; });
+  if (it == groups.end())
+    return Status(StatusCode::kInvalidArgument,
+                  "--with-replay: cannot find the files of the best trial '" + source + "'");
+  ReplayOptions options;
+  options.score = score_options;
+  WhatIfReport report;
+  Status s = what_if(it->files, what_if_grid(), options, &report);
+  if (!s.ok())
+    return Status(s.code(),
+                  "--with-replay: no what-if prediction could be made from the best "
+                  "trial: " +
+                      s.message());
+  const auto extra = what_if_observations(report, sigma * sigma);
+  const WhatIfPrediction* first_failure = nullptr;
+  for (const WhatIfPrediction& p : report.predictions)
+    if (!p.status.ok() && !first_failure) first_failure = &p;
+  if (extra.empty())
+    return Status(StatusCode::kInvalidArgument,
+                  "--with-replay: none of the " + std::to_string(report.predictions.size()) +
+                      " what-if settings could be predicted from '" + source + "'" +
+                      (first_failure ? "; e.g. " + first_failure->settings.to_string() + ": " +
+                                           first_failure->status.message()
+                                     : std::string()));
+  observations->insert(observations->end(), extra.begin(), extra.end());
+  std::cout << "replay: " << extra.size() << " predictions from " << source
+            << " added as observations (model sigma " << sigma << " in ln units)\n";
+  if (first_failure)
+    std::cout << "replay: " << report.predictions.size() - report.predicted()
+              << " setting(s) could not be predicted and were left out; e.g. "
+              << first_failure->settings.to_string() << ": " << first_failure->status.message()
+              << "\n";
+  return Status::OK();
 }
 
 }  // namespace
@@ -154,7 +182,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--with-replay", with_replay,
                "add what-if predictions from the best trial to the model as lower-confidence "
-               "observations");
+               "observations (exit 1 if none can be made)");
   app.add_option("--replay-sigma", replay_sigma,
                  "--with-replay: the model error trusted for predictions (ln units, 0.15 ~ 15%)")
       ->check(CLI::Range(0.01, 5.0));
@@ -197,8 +225,10 @@ int main(int argc, char** argv) {
   print_trials(loaded.trials, std::cout);
   Suggestion suggestion;
   std::vector<Observation> observations = observations_of(loaded.trials);
-  if (with_replay)
-    add_replay_observations(groups, loaded, score_options, replay_sigma, &observations);
+  if (with_replay) {
+    s = add_replay_observations(groups, loaded, score_options, replay_sigma, &observations);
+    if (!s.ok()) return fail(s);
+  }
   s = suggest_next(observations, tuner_options, &suggestion);
   if (!s.ok()) return fail(s);
   if (suggestion.distinct_settings == 1 && loaded.trials.size() > 1)

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "allreduce_choice.h"  // use_recursive_doubling, kSmallAllreduceBytes
 #include "collective_context.h"
 #include "device_collectives.h"
 #include "fusion_planner.h"
@@ -15,15 +16,6 @@
 #include "tensor_queue.h"
 
 namespace ringscope {
-
-// Allreduces up to this size use recursive doubling instead of the ring
-// when there are 3 or more ranks (measured on these machines with
-// bench/allreduce_bench --small-bytes; at 2 ranks the ring's half-size
-// messages stay under MPI's eager limit and win).
-constexpr size_t kSmallAllreduceBytes = 64 << 10;
-inline bool use_recursive_doubling(size_t bytes, int ranks) {
-  return ranks >= 3 && bytes <= kSmallAllreduceBytes;
-}
 
 struct ExecutionParams {
   int64_t cycle = 0;

@@ -10,20 +10,11 @@
 #include <thread>
 
 #include "control_vector.h"
+#include "cycle_timing.h"  // kIdlePeriod, kBurstQuiet, kDoorbellPoll
 #include "gpu_plan.h"
 #include "text_format.h"
 
 namespace ringscope {
-
-namespace {
-constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
-// An idle rank starts a cycle as soon as work arrives and submissions have
-// paused this long, so a burst (a whole step's gradients) fuses into one
-// cycle while a lone tensor is not held for a full cycle time.
-constexpr SteadyClock::duration kBurstQuiet = std::chrono::microseconds(15);
-// How often a rank sleeping out its cycle time checks for a doorbell.
-constexpr SteadyClock::duration kDoorbellPoll = std::chrono::microseconds(200);
-}  // namespace
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
                  const Options& options)

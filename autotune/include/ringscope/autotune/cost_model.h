@@ -49,8 +49,14 @@ struct CostModel {
   double copy_in_alpha_ns = 0, copy_in_per_member_ns = 0, copy_in_per_byte_ns = 0;
   double copy_out_alpha_ns = 0, copy_out_per_member_ns = 0, copy_out_per_byte_ns = 0;
   double unfused_copy_in_fraction = 0, unfused_copy_out_fraction = 1;
-  Affine callback;                 // units = responses of the cycle
-  double negotiate_fast_ns = 0;    // control allreduce only (cache fast path, empty cycles)
+  Affine callback;  // units = responses of the cycle
+  // Control allreduce only: the median of cycles answered on the cache fast
+  // path alone; without any (cache off), of empty cycles (neither path, no
+  // responses); without either, half the slow path's alpha (with a note).
+  // The runtime records a CYCLE only when it had responses or took the slow
+  // path, so its traces hold no empty fast cycles: for them, cache-off runs
+  // still take the half-alpha fallback.
+  double negotiate_fast_ns = 0;
   Affine negotiate_slow;           // + coordinator gather/broadcast; units = responses
   std::vector<std::string> notes;  // where a default had to stand in for missing samples
 
@@ -68,12 +74,5 @@ struct CostModel {
 // collective on, at world size > 1.
 Status fit_cost_model(const CalibrationSamples& samples, int world_size, bool mpi_allreduce,
                       CostModel* out);
-
-// The runtime's choice of allreduce algorithm (response_executor.h):
-// recursive doubling for buffers up to 64 KiB at 3 or more ranks.
-inline constexpr int64_t kReplaySmallAllreduceBytes = 64 << 10;
-inline bool replay_uses_recursive_doubling(int64_t bytes, int ranks) {
-  return ranks >= 3 && bytes <= kReplaySmallAllreduceBytes;
-}
 
 }  // namespace ringscope::autotune

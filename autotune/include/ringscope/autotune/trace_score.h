@@ -4,6 +4,7 @@
 // windows is the score and their spread measures the noise.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct ScoreOptions {
   int steps_per_window = 1;        // STEP marks per window
   int collectives_per_window = 0;  // no STEP marks: 0 = about 12 windows
   int min_windows = 3;             // fewer windows left: an error
+  // Set and true: score_trace stops scanning and returns kShutdown (a
+  // viewer quitting while a large trace is scored). Not owned.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ScoreWindow {
@@ -54,7 +58,7 @@ struct TraceScore {
 // STEP marks. The settings are those in force for most scored windows
 // (SETTINGS events of that rank; meta keys when there are none).
 // Errors (kInvalidArgument): no allreduce bytes; fewer than min_windows
-// windows left after the warm-up.
+// windows left after the warm-up. kShutdown: options.cancel was set.
 Status score_trace(const TraceReader& reader, const std::string& source,
                    const ScoreOptions& options, TraceScore* out);
 

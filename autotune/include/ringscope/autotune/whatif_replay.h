@@ -19,14 +19,10 @@
 namespace ringscope::autotune {
 
 struct ReplayOptions {
-  ScoreOptions score;  // how predicted events are scored (as the recorded run)
-  // Loop constants of runtime/src/runtime.cc: an idle rank starts a cycle
-  // once submissions paused kBurstQuiet (15 us) and rings the doorbell; the
-  // others notice it within kDoorbellPoll (200 us; 100 us on average); an
-  // idle loop waits at least kIdlePeriod (1 ms) between empty cycles.
-  int64_t burst_quiet_ns = 15'000;
-  int64_t doorbell_latency_ns = 100'000;
-  int64_t idle_period_ns = 1'000'000;
+  // How predicted events are scored (as the recorded run). The loop's timing
+  // constants (kBurstQuiet, kDoorbellPoll, kIdlePeriod) are the runtime's
+  // own, from runtime/src/cycle_timing.h.
+  ScoreOptions score;
   bool keep_groups = false;  // fill ReplayResult::groups (tests, --explain)
   int64_t max_cycles = 20'000'000;
 };
@@ -62,9 +58,11 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
 
 // One what-if prediction. `anchored` scales the raw prediction by
 // recorded score / raw prediction at the recorded settings, so the model's
-// bias at the point it was calibrated on cancels.
+// bias at the point it was calibrated on cancels. A setting whose replay
+// failed keeps its row with the error in `status` and no numbers.
 struct WhatIfPrediction {
   TuneSettings settings;
+  Status status;  // not OK: this setting could not be predicted
   ReplayResult replay;
   double raw_bytes_per_second = 0;
   double anchored_bytes_per_second = 0;
@@ -77,6 +75,7 @@ struct WhatIfReport {
   ReplayResult at_recorded;                   // replay at the recorded settings
   double anchor = 1;                          // recorded / raw prediction at the recorded settings
   std::vector<WhatIfPrediction> predictions;  // in the order asked, best marked by the caller
+  size_t predicted() const;                   // predictions whose status is OK
 };
 
 // The default grid of `ringscope tune --what-if`: fusion {off, 1, 8, 32, 128,
@@ -84,21 +83,24 @@ struct WhatIfReport {
 std::vector<TuneSettings> what_if_grid();
 
 // Loads `inputs`, calibrates, replays the recorded settings and each of
-// `settings`. Errors name the trace.
+// `settings`. Errors name the trace: loading, calibration, or the replay at
+// the recorded settings (the anchor) failed. A failed candidate is not an
+// error: its prediction carries the status (see WhatIfPrediction).
 Status what_if(const std::vector<std::string>& inputs, const std::vector<TuneSettings>& settings,
                const ReplayOptions& options, WhatIfReport* out);
 // The same for a run already loaded (with the same score options).
 Status what_if_loaded(RecordedRun run, const std::vector<TuneSettings>& settings,
                       const ReplayOptions& options, WhatIfReport* out);
 
-// The predictions as observations for suggest_next (flagged predicted);
+// The successful predictions as observations for suggest_next (flagged predicted);
 // the variance of each is the model error the caller trusts, in ln units
 // (e.g. 0.15^2 for 15%), plus the recorded run's own noise.
 std::vector<Observation> what_if_observations(const WhatIfReport& report,
                                               double model_log_variance);
 
 // The table `ringscope tune --what-if` prints (with the cost model when
-// `explain`), and the same as one JSON object.
+// `explain`), and the same as one JSON object; failed settings are listed
+// after the predicted ones as "not predicted: <reason>" (JSON: "error").
 void print_what_if(const WhatIfReport& report, bool explain, std::ostream& out);
 std::string what_if_json(const WhatIfReport& report);
 

@@ -1,0 +1,19 @@
+// Timing constants of the background loop (Runtime::wait_for_next_cycle),
+// shared with the autotuner's what-if replay so the replay's cycle model
+// cannot drift from the runtime. Header only, no MPI.
+#pragma once
+
+#include <chrono>
+
+namespace ringscope {
+
+// An idle loop waits at least this long between cycles.
+inline constexpr std::chrono::steady_clock::duration kIdlePeriod = std::chrono::milliseconds(1);
+// An idle rank starts a cycle as soon as work arrives and submissions have
+// paused this long, so a burst (a whole step's gradients) fuses into one
+// cycle while a lone tensor is not held for a full cycle time.
+inline constexpr std::chrono::steady_clock::duration kBurstQuiet = std::chrono::microseconds(15);
+// How often a rank sleeping out its cycle time checks for a doorbell.
+inline constexpr std::chrono::steady_clock::duration kDoorbellPoll = std::chrono::microseconds(200);
+
+}  // namespace ringscope
