@@ -73,11 +73,20 @@ BookmarkStore::BookmarkStore(std::string path, std::string trace_key)
 
 Status BookmarkStore::load() {
   entries_.clear();
+  load_error_.clear();
   if (path_.empty()) return Status::OK();
   std::error_code ec;
-  if (!fs::exists(path_, ec)) return Status::OK();
+  const bool exists = fs::exists(path_, ec);
+  if (ec) {
+    load_error_ = path_ + ": cannot be read (" + ec.message() + ")";
+    return Status(StatusCode::kIoError, load_error_);
+  }
+  if (!exists) return Status::OK();
   std::string text;
-  if (Status s = read_whole_file(path_, &text); !s.ok()) return s;
+  if (Status s = read_whole_file(path_, &text); !s.ok()) {
+    load_error_ = s.message();
+    return s;
+  }
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("bookmarks") ||
       !doc["bookmarks"].is_array())
@@ -98,6 +107,9 @@ Status BookmarkStore::load() {
 
 Status BookmarkStore::save() const {
   if (path_.empty()) return Status::OK();
+  if (!load_error_.empty())
+    return Status(StatusCode::kIoError, "not saved: the bookmarks on disk could not be read (" +
+                                            load_error_ + "), and writing would replace it");
   json list = json::array();
   for (const Bookmark& b : entries_) {
     json item = {{"name", b.name}, {"begin_ns", b.begin_ns}, {"end_ns", b.end_ns}};

@@ -35,7 +35,9 @@ class BookmarkStore {
   BookmarkStore(std::string path, std::string trace_key);
 
   // A missing file is an empty list (OK). A corrupt file, or one written for
-  // another trace, leaves the list empty and returns kCorrupt with the reason.
+  // another trace, leaves the list empty and returns kCorrupt with the reason
+  // (the next save() rewrites it). One that cannot be read returns kIoError,
+  // and save() then refuses (kIoError) rather than replace the bookmarks.
   Status load();
   Status save() const;
   // Adds `b`, or replaces the bookmark with the same name (keeping its place).
@@ -50,6 +52,7 @@ class BookmarkStore {
  private:
   std::string path_, trace_key_;
   std::vector<Bookmark> entries_;
+  std::string load_error_;  // the last load()'s I/O error: save() refuses
 };
 
 }  // namespace ringscope::view

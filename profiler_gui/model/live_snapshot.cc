@@ -28,6 +28,9 @@ Status copy_database(const std::string& from, const std::string& to) {
   int rc = sqlite3_open_v2(from.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
   Db src(raw);
   if (rc != SQLITE_OK) return sqlite_error(raw, "opening " + from);
+  // A writer holding the file exclusively (close() vacuuming, a checkpoint)
+  // is waited for, up to a bound, instead of failing the copy at once.
+  sqlite3_busy_timeout(src.get(), kSnapshotBusyTimeoutMs);
   raw = nullptr;
   rc = sqlite3_open_v2(to.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   Db dst(raw);

@@ -1,10 +1,15 @@
-// Reading a trace that a run is still writing without getting in its way. A
-// per-rank file with a "-wal" beside it is open in a writer (or its writer
-// was killed). A reader connection kept open on it holds a shared lock, and
-// TraceWriter::close() then fails ("database is locked") when it switches the
-// file out of WAL mode and vacuums it. So the viewer copies such files
-// (SQLite's backup API: one consistent read, the connection closed at once)
-// into a private temporary directory and reads the copies.
+// Reading a trace that a run is still writing while staying out of its way
+// as far as SQLite allows. A per-rank file with a "-wal" beside it is open in
+// a writer (or its writer was killed). A reader connection kept open on it
+// holds a shared lock, and TraceWriter::close() then fails ("database is
+// locked") when it switches the file out of WAL mode and vacuums it. So the
+// viewer copies such files (SQLite's backup API: one consistent read, the
+// connection closed at once) into a private temporary directory and reads
+// the copies. The copy itself still holds a read lock while it runs (the
+// time to read the file once): a close() in that window can find the file
+// locked unless the writer waits (busy timeout); the copy, in turn, waits up
+// to kSnapshotBusyTimeoutMs for a writer's exclusive lock (close, checkpoint)
+// before it gives up with an error.
 #pragma once
 
 #include <string>
@@ -31,6 +36,8 @@ class SnapshotDir {
 
 // True when `file` has a "-wal" beside it (a writer has it open, or died).
 bool is_live_trace_file(const std::string& file);
+
+constexpr int kSnapshotBusyTimeoutMs = 5000;
 
 // `files` with every live one replaced by a consistent copy in `dir` (created
 // on first need, same file name); the others unchanged. *copied counts the copies.

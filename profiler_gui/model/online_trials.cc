@@ -44,16 +44,21 @@ Status read_online_trials(const TraceReader& reader, const std::string& source,
   if (reader.ranks().empty()) return Status::OK();
   const int rank = reader.ranks().front().rank;     // online tuning records on rank 0
   std::map<int, std::vector<ScoreWindow>> windows;  // by trial id
+  auto cancelled = [&] {
+    return options.cancel && options.cancel->load(std::memory_order_relaxed);
+  };
   Status s = reader.scan_events(
       rank,
       [&](const StoredEvent& e) {
         if (e.event.kind == static_cast<uint16_t>(EventKind::kAutotuneTrial) && e.event.step >= 0)
           windows[e.event.aux].push_back(
               ScoreWindow{e.event.start_ns, e.event.end_ns, e.event.bytes, 0});
-        return true;
+        return !cancelled();
       },
       Lane::kAutotune);
-  if (!s.ok() || windows.empty()) return s;
+  if (!s.ok()) return s;
+  if (cancelled()) return Status(StatusCode::kShutdown, "reading '" + source + "' cancelled");
+  if (windows.empty()) return s;
   std::vector<SettingChange> changes;
   s = reader.settings(&changes);
   if (!s.ok()) return s;

@@ -16,10 +16,10 @@ namespace ringscope::view {
 // One TraceScore per online trial with at least options.min_windows measured
 // windows (source "<source> (online trial N)"); trials with fewer windows
 // (the run ended during them) are skipped with a note in *notes. No
-// AUTOTUNE_TRIAL windows: *out stays empty.
+// AUTOTUNE_TRIAL windows: *out stays empty. kShutdown: options.cancel was set
+// during the scan.
 Status read_online_trials(const TraceReader& reader, const std::string& source,
                           const autotune::ScoreOptions& options,
                           std::vector<autotune::TraceScore>* out, std::vector<std::string>* notes);
-
 
 }  // namespace ringscope::view

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_dir.h"
+#include "trace_watch.h"
 
 namespace ringscope::view {
 namespace fs = std::filesystem;
@@ -40,11 +41,20 @@ RecentFiles::RecentFiles(std::string path, size_t capacity)
 
 Status RecentFiles::load() {
   entries_.clear();
+  load_error_.clear();
   if (path_.empty()) return Status::OK();
   std::error_code ec;
-  if (!fs::exists(path_, ec)) return Status::OK();
+  const bool exists = fs::exists(path_, ec);
+  if (ec) {
+    load_error_ = path_ + ": cannot be read (" + ec.message() + ")";
+    return Status(StatusCode::kIoError, load_error_);
+  }
+  if (!exists) return Status::OK();
   std::string text;
-  if (Status s = read_whole_file(path_, &text); !s.ok()) return s;
+  if (Status s = read_whole_file(path_, &text); !s.ok()) {
+    load_error_ = s.message();
+    return s;
+  }
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("recent") ||
       !doc["recent"].is_array())
@@ -71,6 +81,10 @@ Status RecentFiles::load() {
 
 Status RecentFiles::save() const {
   if (path_.empty()) return Status::OK();
+  if (!load_error_.empty())
+    return Status(StatusCode::kIoError,
+                  "not saved: the recent-files list on disk could not be read (" + load_error_ +
+                      "), and writing would replace it");
   nlohmann::json list = nlohmann::json::array();
   for (const RecentEntry& e : entries_) list.push_back({{"inputs", e.inputs}});
   const nlohmann::json doc = {{"version", 1}, {"recent", list}};
@@ -89,6 +103,21 @@ void RecentFiles::add(const std::vector<std::string>& inputs) {
 
 void RecentFiles::remove(size_t index) {
   if (index < entries_.size()) entries_.erase(entries_.begin() + static_cast<long>(index));
+}
+
+void RecentExistenceCache::update(const RecentFiles& recent, double now_seconds, bool force) {
+  const std::vector<RecentEntry>& entries = recent.entries();
+  bool same = checks_ > 0 && entries.size() == inputs_.size();
+  for (size_t i = 0; same && i < entries.size(); ++i) same = entries[i].inputs == inputs_[i];
+  if (same && !force && now_seconds - checked_at_ < kMaxAgeSeconds) return;
+  inputs_.clear();
+  exists_.clear();
+  for (const RecentEntry& e : entries) {
+    inputs_.push_back(e.inputs);
+    exists_.push_back(trace_inputs_exist(e.inputs));
+  }
+  checked_at_ = now_seconds;
+  ++checks_;
 }
 
 }  // namespace ringscope::view

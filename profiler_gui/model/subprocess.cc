@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
@@ -27,17 +29,38 @@ std::string shell_quote(const std::string& value) {
   return out + "'";
 }
 
+namespace {
+
+// Reaps `pid` if it exits before `deadline` (polling; waitpid itself has no
+// timeout). False: still running at the deadline, or not our child.
+bool reap_before(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return errno == ECHILD;  // already reaped elsewhere
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    ::usleep(5000);
+  }
+}
+
+}  // namespace
+
 Subprocess::~Subprocess() {
   if (state_ == ProcessState::kRunning) {
-    ::kill(-pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    ::kill(-pid_, SIGTERM);
+    if (!reap_before(pid_, std::chrono::steady_clock::now() + kExitWait)) {
+      ::kill(-pid_, SIGKILL);
+      reap_before(pid_, std::chrono::steady_clock::now() + kExitWait);
+    } else {
+      ::kill(-pid_, SIGKILL);  // leftovers of the group that ignored SIGTERM
     }
   }
   close_pipe();
 }
 
-Status Subprocess::start(const std::string& command) {
+Status Subprocess::start(const std::string& command,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
   if (state_ == ProcessState::kRunning)
     return Status(StatusCode::kInvalidArgument, "a command is already running");
   int fds[2];
@@ -61,8 +84,21 @@ Status Subprocess::start(const std::string& command) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  // The environment: ours, minus the names `env` sets, plus `env`.
+  std::vector<std::string> variables;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::none_of(env.begin(), env.end(), [&](const auto& v) { return v.first == name; }))
+      variables.emplace_back(entry);
+  }
+  for (const auto& [name, value] : env) variables.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& v : variables) envp.push_back(v.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char**>(argv), environ);
+  const int rc =
+      ::posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char**>(argv), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(fds[1]);

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ringscope/status.h"
 
@@ -21,13 +23,19 @@ enum class ProcessState { kIdle, kRunning, kExited, kCancelled };
 class Subprocess {
  public:
   Subprocess() = default;
-  ~Subprocess();  // a running command is killed (SIGKILL to its group) and reaped
+  // A running command's group gets SIGTERM, then SIGKILL if it has not
+  // exited within kExitWait; it is reaped if it ends within another
+  // kExitWait (a process stuck in the kernel is left behind, never waited
+  // for without bound).
+  ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
-  // Runs `/bin/sh -c command` with stdin from /dev/null. Errors: already
-  // running; the pipe or the spawn failed.
-  Status start(const std::string& command);
+  // Runs `/bin/sh -c command` with stdin from /dev/null, in the viewer's
+  // environment plus `env` (name, value; replacing variables of the same
+  // name). Errors: already running; the pipe or the spawn failed.
+  Status start(const std::string& command,
+               const std::vector<std::pair<std::string, std::string>>& env = {});
   // Reads the output produced so far and reaps the child if it exited. Never
   // blocks. Escalates a cancel to SIGKILL when SIGTERM did not end it within
   // kKillGrace. Returns the state after the call.
@@ -49,6 +57,7 @@ class Subprocess {
 
   static constexpr size_t kMaxLogBytes = 1 << 20;
   static constexpr std::chrono::seconds kKillGrace{3};
+  static constexpr std::chrono::milliseconds kExitWait{1500};  // each of the destructor's waits
 
  private:
   void read_output();

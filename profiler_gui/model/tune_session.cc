@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <set>
 
+#include "live_snapshot.h"
 #include "online_trials.h"
 #include "ringscope/autotune/gaussian_process.h"
 #include "ringscope/autotune/search_space.h"
 #include "ringscope/autotune/trial_inputs.h"
 #include "settings_file.h"
+#include "trace_watch.h"
 
 namespace ringscope::view {
 namespace fs = std::filesystem;
@@ -27,28 +29,62 @@ double TuneHeatMap::log2_threshold(int column) { return kMinLog2Threshold + colu
 double TuneHeatMap::log10_cycle_ms(int row) { return kMinLog10CycleMs + row * 0.05; }
 
 Status expand_command_template(const std::string& command_template,
-                               const std::map<std::string, std::string>& values, std::string* out) {
-  static const char* const kNames[] = {"settings", "trace", "bin", "dir"};
-  if (command_template.find("{trace}") == std::string::npos)
-    return Status(StatusCode::kInvalidArgument,
-                  "the command must contain {trace}: where the trial writes its trace");
-  out->clear();
-  for (size_t i = 0; i < command_template.size();) {
-    bool replaced = false;
-    if (command_template[i] == '{')
-      for (const char* name : kNames) {
+                               const std::map<std::string, std::string>& values,
+                               TrialCommand* out) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"settings", "RINGSCOPE_TRIAL_SETTINGS"},
+      {"trace", "RINGSCOPE_TRIAL_TRACE"},
+      {"bin", "RINGSCOPE_TRIAL_BIN"},
+      {"dir", "RINGSCOPE_TRIAL_DIR"}};
+  enum class Quote { kNone, kSingle, kDouble };
+  const std::string& t = command_template;
+  out->command.clear();
+  out->env.clear();
+  Quote quote = Quote::kNone;
+  bool trace_used = false;
+  for (size_t i = 0; i < t.size();) {
+    const char c = t[i];
+    if (c == '\\' && quote != Quote::kSingle && i + 1 < t.size()) {  // an escaped character
+      out->command.append(t, i, 2);
+      i += 2;
+      continue;
+    }
+    if (c == '\'' && quote != Quote::kDouble) {
+      quote = quote == Quote::kSingle ? Quote::kNone : Quote::kSingle;
+    } else if (c == '"' && quote != Quote::kSingle) {
+      quote = quote == Quote::kDouble ? Quote::kNone : Quote::kDouble;
+    } else if (c == '{') {
+      bool replaced = false;
+      for (const auto& [name, variable] : kNames) {
         const std::string key = std::string("{") + name + "}";
-        if (command_template.compare(i, key.size(), key) != 0) continue;
+        if (t.compare(i, key.size(), key) != 0) continue;
         const auto it = values.find(name);
         if (it == values.end())
           return Status(StatusCode::kInvalidArgument, "no value for " + key + " in the command");
-        *out += shell_quote(it->second);
+        const std::string ref = std::string("${") + variable + "}";
+        out->command += quote == Quote::kNone     ? "\"" + ref + "\""
+                        : quote == Quote::kDouble ? ref
+                                                  : "'\"" + ref + "\"'";
+        if (std::none_of(out->env.begin(), out->env.end(),
+                         [&](const auto& e) { return e.first == variable; }))
+          out->env.emplace_back(variable, it->second);
+        trace_used |= std::string(name) == "trace";
         i += key.size();
         replaced = true;
         break;
       }
-    if (!replaced) *out += command_template[i++];
+      if (replaced) continue;
+    }
+    out->command += c;
+    ++i;
   }
+  if (quote != Quote::kNone)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("the command has an unterminated ") +
+                      (quote == Quote::kSingle ? "single" : "double") + " quote");
+  if (!trace_used)
+    return Status(StatusCode::kInvalidArgument,
+                  "the command must contain {trace}: where the trial writes its trace");
   return Status::OK();
 }
 
@@ -61,9 +97,12 @@ TuneSession::TuneSession(ScoreOptions score_options, TunerOptions tuner_options)
     : score_options_(score_options),
       tuner_options_(tuner_options),
       published_(std::make_shared<TuneModel>()),
-      model_(published_) {}
+      model_(published_) {
+  score_options_.cancel = &cancel_;
+}
 
 TuneSession::~TuneSession() {
+  cancel_ = true;  // the scan in progress stops at its next event
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -88,28 +127,55 @@ bool TuneSession::busy() const {
   return job_running_ || !jobs_.empty();
 }
 
-void TuneSession::wait_idle() {
+Status TuneSession::wait_idle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return stop_ || (!job_running_ && jobs_.empty()); });
+  if (cv_.wait_for(lock, timeout, [&] { return stop_ || (!job_running_ && jobs_.empty()); }))
+    return Status::OK();
+  return Status(
+      StatusCode::kTimeout,
+      "the Tune panel is still scoring traces after " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) + " s");
 }
 
 void TuneSession::worker_loop() {
   std::vector<TuneTrial> trials;  // the worker's copy of the trial set
   for (;;) {
     Job job;
+    bool recheck = false;  // no job: look whether unfinished traces finished
     int64_t version = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      const auto ready = [&] { return stop_ || !jobs_.empty(); };
+      if (unfinished_.empty())
+        cv_.wait(lock, ready);
+      else
+        recheck = !cv_.wait_for(lock, kRecheckInterval, ready);
       if (stop_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-      job_running_ = true;
+      if (!recheck) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+        job_running_ = true;
+      }
       version = published_->version + 1;
     }
-    JobResult result = run_job(job, &trials);
+    JobResult result;
+    if (recheck) {
+      const std::vector<Unfinished> finished = take_finished();
+      if (finished.empty()) continue;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_running_ = true;
+      }
+      for (const Unfinished& u : finished) {
+        if (cancel_) break;
+        score_group(u.group, u.origin, &trials, &result);
+      }
+    } else {
+      result = run_job(job, &trials);
+    }
     std::shared_ptr<TuneModel> model;
-    if (result.added > 0 || version == 1) model = fit(trials, version, &result.messages);
+    if (!cancel_ && (result.added > 0 || version == 1))
+      model = fit(trials, version, &result.messages);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (model) published_ = model;
@@ -118,6 +184,20 @@ void TuneSession::worker_loop() {
     }
     cv_.notify_all();
   }
+}
+
+std::vector<TuneSession::Unfinished> TuneSession::take_finished() {
+  std::vector<Unfinished> finished;
+  for (auto it = unfinished_.begin(); it != unfinished_.end();) {
+    const std::vector<std::string> files = trace_files_of(it->second.group.files);
+    if (std::any_of(files.begin(), files.end(), is_live_trace_file)) {
+      ++it;
+      continue;
+    }
+    finished.push_back(std::move(it->second));
+    it = unfinished_.erase(it);
+  }
+  return finished;
 }
 
 TuneSession::JobResult TuneSession::run_job(const Job& job, std::vector<TuneTrial>* trials) {
@@ -129,44 +209,99 @@ TuneSession::JobResult TuneSession::run_job(const Job& job, std::vector<TuneTria
     result.messages.push_back(s.message());
     return result;
   }
-  std::set<std::string> known;  // run ids and sources already in the set
-  for (const TuneTrial& t : *trials)
-    known.insert(t.score.run_id.empty() ? "source:" + t.score.source : "run:" + t.score.run_id);
   for (const TraceGroup& group : groups) {
-    TraceReader reader;
-    s = reader.open(group.files);
-    if (!s.ok()) {
-      result.messages.push_back("skipped '" + group.label + "': " + s.message());
-      continue;
-    }
-    const std::string run_id = reader.meta_value("run_id");
-    const std::string key = run_id.empty() ? "source:" + group.label : "run:" + run_id;
-    if (known.count(key)) {
-      result.messages.push_back("skipped '" + group.label + "': already loaded" +
-                                (run_id.empty() ? "" : " (run " + run_id + ")"));
-      continue;
-    }
-    std::vector<TraceScore> scores;
-    s = read_online_trials(reader, group.label, score_options_, &scores, &result.messages);
-    const bool online = s.ok() && !scores.empty();
-    if (!online) {
-      TraceScore score;
-      s = score_trace(reader, group.label, score_options_, &score);
-      if (!s.ok()) {
-        result.messages.push_back("skipped: " + s.message());
-        continue;
-      }
-      scores.push_back(std::move(score));
-    }
-    known.insert(key);
-    for (TraceScore& score : scores) {
-      for (const std::string& note : score.notes)
-        result.messages.push_back(score.source + ": " + note);
-      trials->push_back(TuneTrial{std::move(score), online ? "online" : job.origin});
-      ++result.added;
-    }
+    if (cancel_) break;
+    score_group(group, job.origin, trials, &result);
   }
   return result;
+}
+
+void TuneSession::score_group(const TraceGroup& group, const std::string& origin,
+                              std::vector<TuneTrial>* trials, JobResult* result) {
+  // Files a run is still writing are read through consistent copies, so no
+  // connection stays open on them while the trace is scored (live_snapshot.h).
+  const std::vector<std::string> resolved = trace_files_of(group.files);
+  const bool live = std::any_of(resolved.begin(), resolved.end(), is_live_trace_file);
+  SnapshotDir snapshot;  // removed when this group is done
+  std::vector<std::string> files = group.files;
+  if (live) {
+    int copied = 0;
+    if (Status s = snapshot_live_files(resolved, &snapshot, &files, &copied); !s.ok()) {
+      result->messages.push_back("skipped '" + group.label + "': " + s.message());
+      return;
+    }
+  }
+  TraceReader reader;
+  Status s = reader.open(files);
+  if (!s.ok()) {
+    result->messages.push_back("skipped '" + group.label + "': " + s.message());
+    return;
+  }
+  const bool finalized =
+      !reader.ranks().empty() && std::all_of(reader.ranks().begin(), reader.ranks().end(),
+                                             [](const RankInfo& r) { return r.finalized; });
+  // Rescored later: a trace whose writer is still at it. (A writer that was
+  // killed leaves its -wal behind and the file unfinalized: it stays as
+  // scored until the -wal goes.)
+  const bool unfinished = live && !finalized;
+  const std::string run_id = reader.meta_value("run_id");
+  const std::string key = run_id.empty() ? "source:" + group.label : "run:" + run_id;
+  const bool loaded =
+      std::any_of(trials->begin(), trials->end(), [&](const TuneTrial& t) { return t.key == key; });
+  const bool loaded_partial = std::any_of(trials->begin(), trials->end(), [&](const TuneTrial& t) {
+    return t.key == key && t.partial;
+  });
+  if (loaded && (!loaded_partial || unfinished)) {
+    result->messages.push_back(
+        "skipped '" + group.label + "': already loaded" +
+        (run_id.empty() ? "" : " (run " + run_id + ")") +
+        (loaded_partial ? "; still being written, scored again when its run finishes" : ""));
+    if (unfinished) unfinished_[key] = Unfinished{group, origin};
+    return;
+  }
+  std::vector<TraceScore> scores;
+  s = read_online_trials(reader, group.label, score_options_, &scores, &result->messages);
+  if (cancel_) return;
+  if (!s.ok())
+    result->messages.push_back("'" + group.label +
+                               "': its online-tuning trials could not be read (" + s.message() +
+                               "); scored as one run instead");
+  const bool online = s.ok() && !scores.empty();
+  if (!online) {
+    scores.clear();
+    TraceScore score;
+    s = score_trace(reader, group.label, score_options_, &score);
+    if (cancel_) return;
+    if (!s.ok()) {
+      if (unfinished) {
+        unfinished_[key] = Unfinished{group, origin};
+        result->messages.push_back("'" + group.label + "' is still being written: " + s.message() +
+                                   "; scored again when its run finishes");
+      } else {
+        result->messages.push_back("skipped: " + s.message());
+      }
+      return;
+    }
+    scores.push_back(std::move(score));
+  }
+  if (loaded) {  // a partial score of this run: the finished run replaces it
+    std::erase_if(*trials, [&](const TuneTrial& t) { return t.key == key; });
+    result->messages.push_back("rescored '" + group.label + "' now that its run has finished");
+  }
+  if (unfinished) {
+    unfinished_[key] = Unfinished{group, origin};
+    result->messages.push_back("'" + group.label +
+                               "' is still being written: scored what it holds so far; scored "
+                               "again when its run finishes");
+  } else {
+    unfinished_.erase(key);
+  }
+  for (TraceScore& score : scores) {
+    for (const std::string& note : score.notes)
+      result->messages.push_back(score.source + ": " + note);
+    trials->push_back(TuneTrial{std::move(score), online ? "online" : origin, key, unfinished});
+    ++result->added;
+  }
 }
 
 std::shared_ptr<TuneModel> TuneSession::fit(std::vector<TuneTrial> trials, int64_t version,
@@ -301,13 +436,16 @@ Status TuneSession::start_next_trial(const std::string& command_template,
   TrialRunInfo run;
   run.trace = fs::absolute(base + ".sqlite").string();
   run.settings_path = fs::absolute(base + ".settings.json").string();
+  TrialCommand command;
   Status s = expand_command_template(command_template,
                                      {{"settings", run.settings_path},
                                       {"trace", run.trace},
                                       {"bin", bin_dir_},
                                       {"dir", fs::absolute(directory).string()}},
-                                     &run.command);
+                                     &command);
   if (!s.ok()) return s;
+  run.command = command.command;
+  for (const auto& [name, value] : command.env) run.environment += name + "=" + value + "\n";
   if (model_->fitted) {
     s = write_settings(run.settings_path, Pick::kNext);
   } else {  // no trial yet: the first run measures the runtime defaults
@@ -321,7 +459,7 @@ Status TuneSession::start_next_trial(const std::string& command_template,
     s = write_settings_file(run.settings_path, file);
   }
   if (!s.ok()) return s;
-  s = process_.start(run.command);
+  s = process_.start(command.command, command.env);
   if (!s.ok()) return s;
   run.state = TrialRunState::kRunning;
   run.message = "running";

@@ -5,8 +5,12 @@
 // writes settings files like `ringscope tune --write`, and runs the next
 // trial as a subprocess whose trace is scored and added when it succeeds.
 // Scoring and fitting run on one worker thread; the UI calls poll() per frame.
+// Traces still being written are read through copies (live_snapshot.h) and
+// scored again once their run has finished.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -19,6 +23,7 @@
 
 #include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/trace_score.h"
+#include "ringscope/autotune/trial_inputs.h"
 #include "ringscope/autotune/tune_report.h"
 #include "ringscope/status.h"
 #include "subprocess.h"
@@ -28,6 +33,8 @@ namespace ringscope::view {
 struct TuneTrial {
   autotune::TraceScore score;  // score.source names the trace (and online trial)
   std::string origin;          // "trace", "online", "run next trial"
+  std::string key;             // "run:<run_id>", or "source:<label>" without a run id
+  bool partial = false;        // scored while its run was still writing it
   int steps() const;           // STEP marks inside the scored windows (0: none)
 };
 
@@ -66,16 +73,32 @@ enum class TrialRunState { kIdle, kRunning, kScoring, kDone, kFailed, kCancelled
 struct TrialRunInfo {
   TrialRunState state = TrialRunState::kIdle;
   std::string command, trace, settings_path;
-  std::string message;  // outcome: "trial added: ...", "exit code 3", ...
+  std::string environment;  // "NAME=value" lines the command's placeholders refer to
+  std::string message;      // outcome: "trial added: ...", "exit code 3", ...
   int exit_code = -1;
 };
 
-// Replaces {settings}, {trace}, {bin} and {dir} in `command_template` by the
-// shell-quoted values in `values` (keys without braces); other text,
-// including other braces, is kept. Error: the template lacks {trace} (the
-// trial's trace could not be found) or names a placeholder with no value.
+// A trial command ready for Subprocess::start: the text for /bin/sh -c and
+// the environment variables its placeholders refer to.
+struct TrialCommand {
+  std::string command;
+  std::vector<std::pair<std::string, std::string>> env;  // (name, value)
+};
+
+// Replaces {settings}, {trace}, {bin} and {dir} in `command_template` by
+// references to the environment variables RINGSCOPE_TRIAL_SETTINGS, _TRACE,
+// _BIN and _DIR, which out->env sets to the values in `values` (keys without
+// braces). The values never pass through the shell's parser, so quotes, $()
+// or spaces in a path are harmless. Quoting is sh's: unquoted a placeholder
+// becomes "${VAR}", inside "..." ${VAR}, inside '...' '"${VAR}"' (the quote
+// closed and reopened), so {trace}, "{trace}" and '{trace}' all give the
+// path as one word; a backslash-escaped \{trace} is kept as text. (Nested
+// quoting inside $(...) within "..." is not parsed.) Other text, including
+// other braces, is kept. Errors (kInvalidArgument): no {trace} to replace
+// (the trial's trace could not be found), a placeholder with no value, an
+// unterminated quote.
 Status expand_command_template(const std::string& command_template,
-                               const std::map<std::string, std::string>& values, std::string* out);
+                               const std::map<std::string, std::string>& values, TrialCommand* out);
 
 // The default command: two ranks of synthetic_gradients from the viewer's
 // own directory ({bin}), 20 steps.
@@ -85,7 +108,9 @@ class TuneSession {
  public:
   explicit TuneSession(autotune::ScoreOptions score_options = {},
                        autotune::TunerOptions tuner_options = {});
-  ~TuneSession();  // kills a running trial, finishes the current job, joins
+  // Cancels the scan in progress (it stops at its next event), kills a
+  // running trial (Subprocess's bounded SIGTERM / SIGKILL), joins the worker.
+  ~TuneSession();
   TuneSession(const TuneSession&) = delete;
   TuneSession& operator=(const TuneSession&) = delete;
 
@@ -93,11 +118,16 @@ class TuneSession {
   // per-rank files of one run, base paths, directories of runs). A trace
   // with AUTOTUNE_TRIAL windows contributes one trial per online trial
   // instead of one for the whole run. Unreadable or too-short traces and
-  // runs already loaded (same run_id) become messages, not errors. Returns
-  // the job's id.
+  // runs already loaded (same run_id) become messages, not errors. A trace
+  // still being written (a "-wal" beside a file) is read through a copy and
+  // scored with what it holds; its trials are marked partial, and once its
+  // files are no longer live (checked every kRecheckInterval) it is scored
+  // again and replaces them. Returns the job's id.
   int64_t add_traces(std::vector<std::string> inputs, std::string origin = "trace");
   bool busy() const;  // scoring or fitting queued or running
-  void wait_idle();   // blocks until !busy() (tests, headless)
+  // Blocks until !busy() (tests, headless); kTimeout after `timeout`.
+  Status wait_idle(std::chrono::milliseconds timeout);
+  static constexpr std::chrono::seconds kRecheckInterval{2};
 
   // Once per frame (UI thread): takes the latest published model, advances
   // the trial run (output, exit, scoring). Cheap when nothing changed.
@@ -128,12 +158,22 @@ class TuneSession {
     std::string origin;
   };
   struct JobResult {
-    int64_t id;
+    int64_t id = 0;  // 0: a rescore of a finished live trace (no UI job)
     int added = 0;
     std::vector<std::string> messages;
   };
+  // A trace scored (or not scorable yet) while still being written.
+  struct Unfinished {
+    autotune::TraceGroup group;
+    std::string origin;
+  };
   void worker_loop();
   JobResult run_job(const Job& job, std::vector<TuneTrial>* trials);
+  void score_group(const autotune::TraceGroup& group, const std::string& origin,
+                   std::vector<TuneTrial>* trials, JobResult* result);
+  // Unfinished traces whose files are no longer being written (removed
+  // from unfinished_); file stats only.
+  std::vector<Unfinished> take_finished();
   std::shared_ptr<TuneModel> fit(std::vector<TuneTrial> trials, int64_t version,
                                  std::vector<std::string>* messages) const;
 
@@ -149,6 +189,9 @@ class TuneSession {
   std::shared_ptr<const TuneModel> published_;
   std::vector<JobResult> results_;
   std::thread worker_;
+  std::atomic<bool> cancel_{false};  // the destructor: stop scanning now
+  // Worker thread only: traces read while live, by trial key.
+  std::map<std::string, Unfinished> unfinished_;
 
   // UI side.
   std::shared_ptr<const TuneModel> model_;

@@ -27,9 +27,10 @@ struct OpenDialogState {
 };
 
 // A chosen trace (non-empty inputs) from the Open dialog, or nothing.
-// Missing recent entries are drawn greyed; choosing one sets dialog.message.
+// Missing recent entries (per `exists`, updated here: when the dialog opens,
+// then every few seconds) are drawn greyed; choosing one sets dialog.message.
 std::vector<std::string> draw_open_dialog(OpenDialogState& dialog, const RecentFiles& recent,
-                                          FrameLayout* layout);
+                                          RecentExistenceCache& exists, FrameLayout* layout);
 
 struct BookmarksUi {
   BookmarkStore store;

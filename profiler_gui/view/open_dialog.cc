@@ -8,7 +8,6 @@
 #include "file_ui.h"
 #include "palette.h"
 #include "time_format.h"
-#include "trace_watch.h"
 
 namespace ringscope::view {
 namespace {
@@ -50,13 +49,13 @@ std::vector<std::string> apply(OpenDialogState& dialog, const OpenAction& action
 }
 
 std::vector<std::string> draw_recent(OpenDialogState& dialog, const RecentFiles& recent,
-                                     FrameLayout* layout) {
+                                     const RecentExistenceCache& existence, FrameLayout* layout) {
   std::vector<std::string> chosen;
   ImGui::TextDisabled("Recent");
   if (recent.entries().empty()) ImGui::TextDisabled("(none yet)");
   for (size_t i = 0; i < recent.entries().size(); ++i) {
     const RecentEntry& entry = recent.entries()[i];
-    const bool exists = trace_inputs_exist(entry.inputs);
+    const bool exists = existence.exists(i);
     ++layout->open_dialog_recent;
     if (!exists) {
       ++layout->open_dialog_recent_missing;
@@ -125,8 +124,9 @@ std::vector<std::string> draw_listing(OpenDialogState& dialog) {
 }  // namespace
 
 std::vector<std::string> draw_open_dialog(OpenDialogState& dialog, const RecentFiles& recent,
-                                          FrameLayout* layout) {
+                                          RecentExistenceCache& exists, FrameLayout* layout) {
   if (dialog.open_requested) {
+    exists.update(recent, ImGui::GetTime(), /*force=*/true);
     dialog.open_requested = false;
     if (!dialog.browser)
       dialog.browser = std::make_unique<FileBrowser>(dialog.start_dir);
@@ -147,6 +147,7 @@ std::vector<std::string> draw_open_dialog(OpenDialogState& dialog, const RecentF
   const bool open = ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoSavedSettings);
   ImGui::PopStyleColor();
   if (!open) return {};
+  exists.update(recent, ImGui::GetTime());  // at most every few seconds
   FileBrowser& browser = *dialog.browser;
   const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
   layout->open_dialog_rect = ImVec4(pos.x, pos.y, pos.x + size.x, pos.y + size.y);
@@ -167,7 +168,7 @@ std::vector<std::string> draw_open_dialog(OpenDialogState& dialog, const RecentF
   const float footer =
       ImGui::GetFrameHeightWithSpacing() * 2 + ImGui::GetTextLineHeightWithSpacing();
   ImGui::BeginChild("recent", ImVec2(220, -footer), true);
-  std::vector<std::string> recent_choice = draw_recent(dialog, recent, layout);
+  std::vector<std::string> recent_choice = draw_recent(dialog, recent, exists, layout);
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("files", ImVec2(0, -footer), false);

@@ -373,7 +373,8 @@ void draw_actions(TuneSession& session, TunePanelState& state) {
   ImGui::TextDisabled(
       "%s", run.state == TrialRunState::kRunning ? p.last_line().c_str() : run.message.c_str());
   ImGui::PopTextWrapPos();
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", run.command.c_str());
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s\n\n%s", run.command.c_str(), run.environment.c_str());
   ImGui::BeginChild("trial_log", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   const std::string tail = p.log_tail(200);
   ImGui::TextUnformatted(tail.c_str(), tail.c_str() + tail.size());

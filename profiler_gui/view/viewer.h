@@ -73,7 +73,9 @@ class Viewer {
   // Files: the recent list, the Open dialog, this trace's bookmarks, the
   // live refresh's watch (see viewer_files.cc).
   RecentFiles recent_;
-  bool write_recent_ = true;  // headless runs only with RINGSCOPE_VIEW_CONFIG_DIR
+  RecentExistenceCache recent_exists_;  // which recent entries are missing (greyed)
+  bool recent_menu_open_ = false;       // File > Open recent was open last frame
+  bool write_recent_ = true;            // headless runs only with RINGSCOPE_VIEW_CONFIG_DIR
   OpenDialogState open_dialog_;
   BookmarksUi bookmarks_;
   TraceWatch watch_;

@@ -21,6 +21,18 @@ void warn(const std::string& message) {
   std::fprintf(stderr, "ringscope-view: warning: %s\n", message.c_str());
 }
 
+// One recent entry as a row of the File menu or the welcome screen: its
+// label, greyed and marked "missing" when its files are gone. True if clicked.
+bool recent_row(const RecentEntry& entry, size_t index, bool exists) {
+  if (!exists)
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::PushID(static_cast<int>(index));
+  const bool clicked = ImGui::MenuItem(entry.label().c_str(), exists ? nullptr : "missing");
+  ImGui::PopID();
+  if (!exists) ImGui::PopStyleColor();
+  return clicked;
+}
+
 }  // namespace
 
 void Viewer::init_files() {
@@ -83,9 +95,14 @@ void Viewer::on_loaded() {
   if (loaded_handled_) return;
   loaded_handled_ = true;
   if (write_recent_ && !recent_.path().empty()) {
-    if (Status s = recent_.load(); !s.ok()) warn(s.message());  // rewritten below
-    recent_.add(options_.traces);
-    if (Status s = recent_.save(); !s.ok()) warn("recent files not saved: " + s.to_string());
+    // Rewritten when it was read or is corrupt; a list that could not be
+    // read (I/O error) is left as it is on disk.
+    const Status loaded = recent_.load();
+    if (!loaded.ok()) warn(loaded.message());
+    if (loaded.ok() || loaded.code() == StatusCode::kCorrupt) {
+      recent_.add(options_.traces);
+      if (Status s = recent_.save(); !s.ok()) warn("recent files not saved: " + s.to_string());
+    }
   }
   const std::string key =
       bookmark_trace_key(model_.trace().reader.meta_value("run_id"), options_.traces);
@@ -144,7 +161,8 @@ void Viewer::handle_file_keys() {
 }
 
 void Viewer::draw_file_popups() {
-  std::vector<std::string> chosen = draw_open_dialog(open_dialog_, recent_, &layout_);
+  std::vector<std::string> chosen =
+      draw_open_dialog(open_dialog_, recent_, recent_exists_, &layout_);
   if (model_.state() == LoadState::kReady) draw_add_bookmark_popup(model_, state_, bookmarks_);
   if (!chosen.empty()) open(std::move(chosen));
 }
@@ -152,20 +170,17 @@ void Viewer::draw_file_popups() {
 void Viewer::draw_menu_bar() {
   if (!ImGui::BeginMenuBar()) return;
   const bool ready = model_.state() == LoadState::kReady;
+  bool recent_open = false;
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open...", "Ctrl+O")) open_dialog_.open_requested = true;
-    if (ImGui::BeginMenu("Open recent", !recent_.entries().empty())) {
+    recent_open = ImGui::BeginMenu("Open recent", !recent_.entries().empty());
+    if (recent_open) {
+      // Looked up when the menu opens, then at most every few seconds.
+      recent_exists_.update(recent_, ImGui::GetTime(), /*force=*/!recent_menu_open_);
       std::optional<RecentEntry> chosen;
-      for (size_t i = 0; i < recent_.entries().size(); ++i) {
-        const RecentEntry& entry = recent_.entries()[i];
-        const bool exists = trace_inputs_exist(entry.inputs);
-        if (!exists)
-          ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-        ImGui::PushID(static_cast<int>(i));
-        if (ImGui::MenuItem(entry.label().c_str(), exists ? nullptr : "missing")) chosen = entry;
-        ImGui::PopID();
-        if (!exists) ImGui::PopStyleColor();
-      }
+      for (size_t i = 0; i < recent_.entries().size(); ++i)
+        if (recent_row(recent_.entries()[i], i, recent_exists_.exists(i)))
+          chosen = recent_.entries()[i];
       ImGui::Separator();
       if (ImGui::MenuItem("Clear list")) {
         recent_ = RecentFiles(recent_.path());
@@ -179,6 +194,7 @@ void Viewer::draw_menu_bar() {
     ImGui::MenuItem("Auto-refresh while the files change", nullptr, &auto_refresh_);
     ImGui::EndMenu();
   }
+  recent_menu_open_ = recent_open;
   if (ImGui::BeginMenu("Bookmarks", ready)) {
     if (ImGui::MenuItem("Add bookmark...", "B")) request_add_bookmark(model_, state_, bookmarks_);
     if (ImGui::MenuItem("Show the Bookmarks panel")) {
@@ -219,20 +235,12 @@ void Viewer::draw_welcome() {
     ImGui::Spacing();
     ImGui::TextDisabled("Recent");
   }
-  for (size_t i = 0; i < recent_.entries().size(); ++i) {
-    const RecentEntry& entry = recent_.entries()[i];
-    const bool exists = trace_inputs_exist(entry.inputs);
-    if (!exists)
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::PushID(static_cast<int>(i));
-    const bool clicked = ImGui::Selectable(entry.label().c_str());
-    ImGui::PopID();
-    if (!exists) ImGui::PopStyleColor();
-    if (clicked) {
-      open_recent(entry);
+  recent_exists_.update(recent_, ImGui::GetTime());  // at most every few seconds
+  for (size_t i = 0; i < recent_.entries().size(); ++i)
+    if (recent_row(recent_.entries()[i], i, recent_exists_.exists(i))) {
+      open_recent(recent_.entries()[i]);
       break;  // open() may have changed the list
     }
-  }
   ImGui::EndGroup();
 }
 

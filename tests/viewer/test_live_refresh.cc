@@ -93,8 +93,12 @@ TEST_CASE("a trace being written loads, and refreshing shows what was added", "[
   CHECK(watch.changed());
   model.start_refresh();
   CHECK(model.trace().event_count == 25);
-  while (model.refresh_state() == RefreshState::kRunning)
+  // Bounded: a refresh that never ends fails the test after a minute.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (model.refresh_state() == RefreshState::kRunning &&
+         std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(model.refresh_state() != RefreshState::kRunning);
   CHECK(model.refresh_state() == RefreshState::kDone);
   CHECK(model.trace().event_count == 25);
   REQUIRE(model.finish_refresh().ok());

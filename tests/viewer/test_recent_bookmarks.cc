@@ -208,3 +208,70 @@ TEST_CASE("bookmarks: save, load, replace, delete, per trace", "[bookmarks]") {
     }
   }
 }
+
+TEST_CASE("recent list and bookmarks that cannot be read are not overwritten",
+          "[recent][bookmarks]") {
+  test::TempDir dir;
+  // A link to itself: exists() fails with ELOOP, a read error (not "missing"
+  // nor "corrupt"), even for root; a write would replace the link.
+  const std::string path = dir.file("recent.json");
+  std::filesystem::create_symlink("recent.json", path);
+  RecentFiles recent(path);
+  const Status s = recent.load();
+  CHECK(s.code() == StatusCode::kIoError);
+  CHECK(s.message().find("recent.json") != std::string::npos);
+  recent.add({dir.file("a.sqlite")});
+  const Status saved = recent.save();
+  CHECK(saved.code() == StatusCode::kIoError);
+  CHECK(saved.message().find("not saved") != std::string::npos);
+  CHECK(std::filesystem::is_symlink(path));  // the user's file is untouched
+  // Once it reads again, saving works.
+  std::filesystem::remove(path);
+  REQUIRE(recent.load().ok());
+  recent.add({dir.file("a.sqlite")});
+  CHECK(recent.save().ok());
+
+  const std::string key = bookmark_trace_key("run-1", {});
+  const std::string bpath = bookmarks_path(dir.file("cfg"), key);
+  std::filesystem::create_directories(std::filesystem::path(bpath).parent_path());
+  std::filesystem::create_symlink(std::filesystem::path(bpath).filename(), bpath);
+  BookmarkStore store(bpath, key);
+  CHECK(store.load().code() == StatusCode::kIoError);
+  store.put(Bookmark{"here", 0, 10, std::nullopt, std::nullopt});
+  CHECK(store.save().code() == StatusCode::kIoError);
+  CHECK(std::filesystem::is_symlink(bpath));
+}
+
+TEST_CASE("recent entries' existence is looked up when the list changes, not every frame",
+          "[recent]") {
+  test::TempDir dir;
+  std::ofstream(dir.file("a.sqlite")) << "x";
+  RecentFiles recent("");
+  recent.add({dir.file("gone.sqlite")});
+  recent.add({dir.file("a.sqlite")});
+  RecentExistenceCache cache;
+  cache.update(recent, 100.0);
+  CHECK(cache.checks() == 1);
+  CHECK(cache.exists(0));
+  CHECK_FALSE(cache.exists(1));
+  // Frames soon after: nothing looked up again, even when the files change.
+  std::ofstream(dir.file("gone.sqlite")) << "x";
+  for (int frame = 0; frame < 100; ++frame) cache.update(recent, 100.0 + frame * 0.01);
+  CHECK(cache.checks() == 1);
+  CHECK_FALSE(cache.exists(1));
+  // Forced (the menu or the dialog opened): looked up again.
+  cache.update(recent, 101.5, /*force=*/true);
+  CHECK(cache.checks() == 2);
+  CHECK(cache.exists(1));
+  // The list changed: looked up again at once.
+  std::filesystem::remove(dir.file("a.sqlite"));
+  recent.add({dir.file("b.sqlite")});
+  cache.update(recent, 101.6);
+  CHECK(cache.checks() == 3);
+  CHECK_FALSE(cache.exists(0));  // b
+  CHECK_FALSE(cache.exists(1));  // a, removed
+  CHECK(cache.exists(2));        // gone.sqlite, now there
+  // And every kMaxAgeSeconds while shown.
+  cache.update(recent, 101.7 + RecentExistenceCache::kMaxAgeSeconds);
+  CHECK(cache.checks() == 4);
+}

@@ -14,10 +14,12 @@
 #include <map>
 #include <sstream>
 
-#include "stb_image.h"
+#include "render_test_util.h"
 #include "trace_test_util.h"
 
 using namespace ringscope;
+using test::Image;
+using test::load_png;
 
 namespace {
 
@@ -77,49 +79,6 @@ Layout read_layout(const std::string& path) {
     }
   }
   return l;
-}
-
-struct Image {
-  int w = 0, h = 0;
-  std::vector<uint8_t> rgba;
-  const uint8_t* at(int x, int y) const { return &rgba[(static_cast<size_t>(y) * w + x) * 4]; }
-  bool is(int x, int y, std::array<int, 3> c, int tolerance = 3) const {
-    const uint8_t* p = at(x, y);
-    return std::abs(p[0] - c[0]) <= tolerance && std::abs(p[1] - c[1]) <= tolerance &&
-           std::abs(p[2] - c[2]) <= tolerance;
-  }
-  // Pixels of colour c in rows [y0, y1) and columns [x0, x1).
-  int count(std::array<int, 3> c, float x0, float y0, float x1, float y1) const {
-    int n = 0;
-    for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
-      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) n += is(x, y, c);
-    return n;
-  }
-  // Bright pixels (text) in a rectangle.
-  int bright(float x0, float y0, float x1, float y1) const {
-    int n = 0;
-    for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
-      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) {
-        const uint8_t* p = at(x, y);
-        n += p[0] + p[1] + p[2] > 3 * 150;
-      }
-    return n;
-  }
-};
-
-Image load_png(const std::string& path) {
-  // RINGSCOPE_VIEWER_TEST_SHOTS=DIR keeps a copy of every screenshot to look at.
-  if (const char* keep = std::getenv("RINGSCOPE_VIEWER_TEST_SHOTS"))
-    std::filesystem::copy_file(
-        path, std::string(keep) + "/" + std::filesystem::path(path).filename().string(),
-        std::filesystem::copy_options::overwrite_existing);
-  Image img;
-  int channels = 0;
-  uint8_t* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
-  REQUIRE(data != nullptr);
-  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
-  stbi_image_free(data);
-  return img;
 }
 
 // Colours from view/palette.h that the checks look for.

@@ -16,11 +16,13 @@
 
 #include "bookmarks.h"
 #include "recent_files.h"
-#include "stb_image.h"
+#include "render_test_util.h"
 #include "trace_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
+using ringscope::test::Image;
+using ringscope::test::load_png;
 
 namespace {
 
@@ -67,32 +69,6 @@ Layout read_layout(const std::string& path) {
     if (key == "view") l.has_view = static_cast<bool>(s >> l.view_begin >> l.view_end);
   }
   return l;
-}
-
-struct Image {
-  int w = 0, h = 0;
-  std::vector<uint8_t> rgba;
-  int count_if(float x0, float y0, float x1, float y1, bool (*pred)(const uint8_t*)) const {
-    int n = 0;
-    for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
-      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x)
-        n += pred(&rgba[(static_cast<size_t>(y) * w + x) * 4]);
-    return n;
-  }
-};
-
-Image load_png(const std::string& path) {
-  if (const char* keep = std::getenv("RINGSCOPE_VIEWER_TEST_SHOTS"))
-    std::filesystem::copy_file(
-        path, std::string(keep) + "/" + std::filesystem::path(path).filename().string(),
-        std::filesystem::copy_options::overwrite_existing);
-  Image img;
-  int channels = 0;
-  uint8_t* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
-  REQUIRE(data != nullptr);
-  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
-  stbi_image_free(data);
-  return img;
 }
 
 bool bright(const uint8_t* p) { return p[0] + p[1] + p[2] > 3 * 150; }

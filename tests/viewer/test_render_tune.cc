@@ -15,10 +15,14 @@
 #include <sstream>
 
 #include "autotune_test_util.h"
-#include "stb_image.h"
+#include "render_test_util.h"
+#include "tune_test_util.h"
 
 using namespace ringscope;
 using autotune::test::GeneratedRun;
+using ringscope::test::Image;
+using ringscope::test::load_png;
+using ringscope::view::test::trial_run;
 
 namespace {
 
@@ -59,53 +63,8 @@ TuneRecord read_record(const std::string& path) {
   return r;
 }
 
-struct Image {
-  int w = 0, h = 0;
-  std::vector<uint8_t> rgba;
-  std::array<int, 3> at(int x, int y) const {
-    const uint8_t* p = &rgba[(static_cast<size_t>(y) * w + x) * 4];
-    return {p[0], p[1], p[2]};
-  }
-  bool near(float x, float y, std::array<int, 3> c) const {
-    const std::array<int, 3> p = at(static_cast<int>(x), static_cast<int>(y));
-    return std::abs(p[0] - c[0]) <= 6 && std::abs(p[1] - c[1]) <= 6 && std::abs(p[2] - c[2]) <= 6;
-  }
-  int distinct_colours(const Rect& r) const {
-    std::set<int> colours;
-    for (int y = static_cast<int>(r.y0) + 1; y < static_cast<int>(r.y1) - 1; ++y)
-      for (int x = static_cast<int>(r.x0) + 1; x < static_cast<int>(r.x1) - 1; ++x) {
-        const std::array<int, 3> p = at(x, y);
-        colours.insert(p[0] << 16 | p[1] << 8 | p[2]);
-      }
-    return static_cast<int>(colours.size());
-  }
-};
-
-Image load_png(const std::string& path) {
-  if (const char* keep = std::getenv("RINGSCOPE_VIEWER_TEST_SHOTS"))
-    std::filesystem::copy_file(
-        path, std::string(keep) + "/" + std::filesystem::path(path).filename().string(),
-        std::filesystem::copy_options::overwrite_existing);
-  Image img;
-  int channels = 0;
-  uint8_t* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 4);
-  REQUIRE(data != nullptr);
-  img.rgba.assign(data, data + static_cast<size_t>(img.w) * img.h * 4);
-  stbi_image_free(data);
-  return img;
-}
-
 constexpr std::array<int, 3> kTrialPoint{255, 150, 40};  // tune_panel.cc
 constexpr std::array<int, 3> kNextTrial{240, 90, 240};
-
-GeneratedRun trial_run(const std::string& id, int64_t threshold, double cycle_ms, int64_t step_ns) {
-  GeneratedRun run;
-  run.run_id = id;
-  run.settings.fusion_threshold_bytes = threshold;
-  run.settings.cycle_time_ms = cycle_ms;
-  run.step_ns = step_ns;
-  return run;
-}
 
 }  // namespace
 

@@ -6,7 +6,10 @@
 // end to end with a fake command that writes a trace.
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,27 +17,21 @@
 #include <thread>
 
 #include "autotune_test_util.h"
+#include "online_trials.h"
 #include "ringscope/trace_schema.h"
 #include "ringscope/trace_writer.h"
 #include "settings_file.h"
 #include "subprocess.h"
 #include "tune_session.h"
+#include "tune_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
 using autotune::test::GeneratedRun;
 using autotune::test::TempDir;
+using ringscope::view::test::trial_run;
 
 namespace {
-
-GeneratedRun trial_run(const std::string& id, int64_t threshold, double cycle_ms, int64_t step_ns) {
-  GeneratedRun run;
-  run.run_id = id;
-  run.settings.fusion_threshold_bytes = threshold;
-  run.settings.cycle_time_ms = cycle_ms;
-  run.step_ns = step_ns;
-  return run;
-}
 
 // Polls until the predicate holds; a safety net against hangs (fails the
 // test after a minute), not a timing requirement.
@@ -131,7 +128,7 @@ TEST_CASE("tune session: trials from several traces, duplicates skipped, model f
   session.add_traces({a});                    // the loaded trace, as a base path
   session.add_traces({dir.file("runs")});     // a directory holding it again
   session.add_traces({dir.file("nothing")});  // no such trace
-  session.wait_idle();
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
   session.poll();
   const TuneModel& model = session.model();
   REQUIRE(model.trials.size() == 3);
@@ -196,7 +193,7 @@ TEST_CASE("tune session: no usable trace leaves no model and says why", "[tune]"
   std::ofstream(dir.file("garbage.sqlite"), std::ios::binary) << std::string(4096, 'x');
   TuneSession session;
   session.add_traces({dir.file("garbage.sqlite")});
-  session.wait_idle();
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
   session.poll();
   CHECK(session.model().trials.empty());
   CHECK_FALSE(session.model().fitted);
@@ -213,7 +210,7 @@ TEST_CASE("tune session: online autotuning trials come from AUTOTUNE_TRIAL windo
                           {1 << 20, 10.0, 1, 50'000'000}});  // cut short: 1 window
   TuneSession session;
   session.add_traces({base});
-  session.wait_idle();
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
   session.poll();
   const TuneModel& model = session.model();
   REQUIRE(model.trials.size() == 2);
@@ -280,18 +277,173 @@ TEST_CASE("subprocess: cancel kills the command and its children", "[tune][subpr
   }));
 }
 
-TEST_CASE("command template: placeholders are replaced, shell-quoted", "[tune]") {
-  std::string out;
+TEST_CASE("command template: values are passed as environment variables", "[tune]") {
+  TrialCommand cmd;
   REQUIRE(expand_command_template(
-              "{bin}/ringscope run -np 2 --settings {settings} --trace {trace} -- awk '{print}'",
+              default_trial_command(),
               {{"bin", "/opt/rs bin"}, {"settings", "/tmp/it's.json"}, {"trace", "/tmp/t.sqlite"}},
-              &out)
+              &cmd)
               .ok());
-  CHECK(out ==
-        "'/opt/rs bin'/ringscope run -np 2 --settings '/tmp/it'\\''s.json' --trace "
-        "'/tmp/t.sqlite' -- awk '{print}'");
-  CHECK_FALSE(expand_command_template("run --settings {settings}", {{"settings", "s"}}, &out).ok());
-  CHECK_FALSE(expand_command_template("run {dir} {trace}", {{"trace", "t"}}, &out).ok());
+  CHECK(cmd.command ==
+        "\"${RINGSCOPE_TRIAL_BIN}\"/ringscope run -np 2 --settings \"${RINGSCOPE_TRIAL_SETTINGS}\" "
+        "--trace \"${RINGSCOPE_TRIAL_TRACE}\" -- \"${RINGSCOPE_TRIAL_BIN}\"/synthetic_gradients "
+        "--steps 20");
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  CHECK(cmd.env == Env{{"RINGSCOPE_TRIAL_BIN", "/opt/rs bin"},
+                       {"RINGSCOPE_TRIAL_SETTINGS", "/tmp/it's.json"},
+                       {"RINGSCOPE_TRIAL_TRACE", "/tmp/t.sqlite"}});
+  // Braces that are no placeholder, in quotes, stay as they are.
+  REQUIRE(expand_command_template("awk '{print}' {trace}", {{"trace", "t"}}, &cmd).ok());
+  CHECK(cmd.command == "awk '{print}' \"${RINGSCOPE_TRIAL_TRACE}\"");
+
+  CHECK_FALSE(expand_command_template("run --settings {settings}", {{"settings", "s"}}, &cmd).ok());
+  CHECK_FALSE(expand_command_template("run {dir} {trace}", {{"trace", "t"}}, &cmd).ok());
+  CHECK_FALSE(
+      expand_command_template("run '{trace}", {{"trace", "t"}}, &cmd).ok());  // unterminated
+  CHECK_FALSE(expand_command_template("run \\{trace}", {{"trace", "t"}}, &cmd).ok());  // escaped
+}
+
+TEST_CASE("command template: a hostile path is one word however the template quotes it",
+          "[tune][run]") {
+  TempDir dir;
+  const std::string marker = dir.file("expanded");
+  // Spaces, both quotes, command substitution both ways, a glob, a newline.
+  const std::string value =
+      dir.file("a b") + "'\"$(touch " + marker + ")`touch " + marker + "`*\n;x";
+  const std::pair<std::string, std::string> cases[] = {
+      {"printf '%s|' {trace}", value + "|"},
+      {"printf '%s|' '{trace}'", value + "|"},
+      {"printf '%s|' \"{trace}\"", value + "|"},
+      {"printf '%s|' x{trace}y", "x" + value + "y|"},
+      {"printf '%s|' \"[{trace}]\" '<{trace}>' {dir}", "[" + value + "]|<" + value + ">|d d|"},
+  };
+  for (const auto& [command_template, expected] : cases) {
+    INFO(command_template);
+    TrialCommand cmd;
+    REQUIRE(
+        expand_command_template(command_template, {{"trace", value}, {"dir", "d d"}}, &cmd).ok());
+    Subprocess p;
+    REQUIRE(p.start(cmd.command, cmd.env).ok());
+    REQUIRE(wait_process(p));
+    CHECK(p.exit_code() == 0);
+    CHECK(p.log() == expected);
+    CHECK_FALSE(std::filesystem::exists(marker));  // nothing in the path was run
+  }
+}
+
+TEST_CASE("subprocess destructor: SIGTERM first, SIGKILL if ignored, reaped either way",
+          "[tune][process]") {
+  TempDir dir;
+  auto read_pid = [](const std::string& file) {
+    pid_t pid = 0;
+    std::ifstream in(file);
+    in >> pid;
+    return pid;
+  };
+  const std::string term_file = dir.file("got-term"), pid_file = dir.file("pid");
+  pid_t shell = 0;
+  {
+    Subprocess p;
+    REQUIRE(p.start("trap 'echo term > " + shell_quote(term_file) + "; exit 0' TERM; echo $$ > " +
+                    shell_quote(pid_file) + "; sleep 100 & wait")
+                .ok());
+    REQUIRE(poll_until([&] {
+      p.poll();
+      return (shell = read_pid(pid_file)) > 0;
+    }));
+  }  // ~Subprocess: SIGTERM, which the command handles and exits
+  CHECK(std::filesystem::exists(term_file));          // asked to stop before any SIGKILL
+  CHECK((::kill(shell, 0) == -1 && errno == ESRCH));  // reaped: no zombie left
+
+  const std::string pid_file2 = dir.file("pid2");
+  shell = 0;
+  {
+    Subprocess p;
+    REQUIRE(
+        p.start("trap '' TERM; echo $$ > " + shell_quote(pid_file2) + "; sleep 100 & wait").ok());
+    REQUIRE(poll_until([&] {
+      p.poll();
+      return (shell = read_pid(pid_file2)) > 0;
+    }));
+  }  // ~Subprocess: SIGTERM is ignored, SIGKILL after a bounded wait
+  CHECK((::kill(shell, 0) == -1 && errno == ESRCH));
+}
+
+TEST_CASE("tune session: a trace still being written is read through a copy and rescored",
+          "[tune][live]") {
+  TempDir dir;
+  const std::string base = dir.file("live.sqlite");
+  const std::string file = per_rank_trace_path(base, 0);
+  TraceWriter writer;
+  REQUIRE(writer.open(file, 0, 1, {{"run_id", "live-run"}}).ok());
+  const int32_t name = writer.intern("grad/live");
+  auto record = [&](int first, int count) {  // allreduces of 4 KiB, one per ms
+    for (int i = first; i < first + count; ++i) {
+      TraceEvent e;
+      e.kind = static_cast<uint16_t>(EventKind::kAllreduce);
+      e.start_ns = 1'000'000 * int64_t{i + 1};
+      e.end_ns = e.start_ns + 100'000;
+      e.cycle = i;
+      e.seq_index = 0;
+      e.name_id = name;
+      e.bytes = 4096;
+      writer.record(e);
+    }
+  };
+  record(0, 40);
+  REQUIRE(writer.flush().ok());
+
+  TuneSession session;
+  session.add_traces({base});
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  REQUIRE(session.model().trials.size() == 1);
+  CHECK(session.model().trials[0].partial);
+  CHECK(session.model().trials[0].score.collectives == 40);
+  auto said = [&](const std::string& part) {
+    return std::any_of(session.messages().begin(), session.messages().end(),
+                       [&](const std::string& m) { return m.find(part) != std::string::npos; });
+  };
+  CHECK(said("still being written"));
+  // Adding it again while it is written does not add it twice.
+  session.add_traces({base});
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  CHECK(session.model().trials.size() == 1);
+
+  // The run ends: no connection of the session is left on the file, so the
+  // writer's close (which needs it alone) succeeds; the session notices and
+  // replaces the partial trial with the finished run's.
+  record(40, 40);
+  REQUIRE(writer.close().ok());
+  REQUIRE(poll_until([&] {
+    session.poll();
+    return session.model().trials.size() == 1 && !session.model().trials[0].partial;
+  }));
+  CHECK(session.model().trials[0].score.collectives == 80);
+  CHECK(said("rescored"));
+  session.add_traces({base});  // finished and loaded: a duplicate now
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  CHECK(session.model().trials.size() == 1);
+}
+
+TEST_CASE("scoring stops when cancelled", "[tune]") {
+  TempDir dir;
+  autotune::test::write_generated_run(dir.file("a.sqlite"),
+                                      trial_run("a", 1 << 20, 1.0, 10'000'000));
+  TraceReader reader;
+  REQUIRE(reader.open({dir.file("a.sqlite")}).ok());
+  std::atomic<bool> cancel{false};
+  autotune::ScoreOptions options;
+  options.cancel = &cancel;
+  autotune::TraceScore score;
+  REQUIRE(autotune::score_trace(reader, "a", options, &score).ok());
+  cancel = true;
+  CHECK(autotune::score_trace(reader, "a", options, &score).code() == StatusCode::kShutdown);
+  std::vector<autotune::TraceScore> online;
+  std::vector<std::string> notes;
+  CHECK(read_online_trials(reader, "a", options, &online, &notes).code() == StatusCode::kShutdown);
 }
 
 TEST_CASE("run next trial: a command that writes a trace adds a trial", "[tune][run]") {
@@ -307,7 +459,7 @@ TEST_CASE("run next trial: a command that writes a trace adds a trial", "[tune][
 
   TuneSession session;
   session.add_traces({dir.file("seed.sqlite")});
-  session.wait_idle();
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
   session.poll();
   REQUIRE(session.model().trials.size() == 1);
   REQUIRE(session.model().fitted);
