@@ -2,11 +2,12 @@
 // (see trace_watch.h).
 #include "trace_watch.h"
 
+#include "ringscope/trace_reader.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 namespace ringscope::view {
 namespace fs = std::filesystem;
@@ -26,43 +27,15 @@ void stat_file(const std::string& path, int64_t* size, int64_t* mtime_ns) {
 
 std::vector<std::string> rank_files_in(const std::string& dir, const std::string& stem,
                                        const std::string& ext) {
-  static const std::regex kRankName(R"((.*)\.rank([0-9]+)(\.[^.]*)?)");
-  std::vector<std::pair<long, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir.empty() ? fs::path(".") : fs::path(dir), ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::smatch match;
-    const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, match, kRankName) || match[2].length() > 6) continue;
-    if (!stem.empty() && (match[1] != stem || match[3] != ext)) continue;
-    if (stem.empty() && match[3] != ".sqlite") continue;
-    std::error_code type_ec;
-    if (!it->is_regular_file(type_ec)) continue;
-    found.emplace_back(std::stol(match[2]), it->path().string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> paths;
-  for (auto& [rank, path] : found) paths.push_back(path);
-  return paths;
+  return rank_trace_files_in(dir, stem, ext);
 }
 
 std::vector<std::string> trace_files_of(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
-    std::error_code ec;
-    const fs::path path(input);
     std::vector<std::string> found;
-    if (fs::is_directory(path, ec)) {
-      found = rank_files_in(input, "", "");
-    } else if (fs::exists(path, ec)) {
-      found = {input};
-    } else {
-      const std::string ext = path.has_extension() ? path.extension().string() : ".sqlite";
-      const std::string stem =
-          path.has_extension() ? path.stem().string() : path.filename().string();
-      found = rank_files_in(path.parent_path().string(), stem, ext);
-    }
-    files.insert(files.end(), found.begin(), found.end());
+    if (resolve_trace_inputs({input}, &found).ok())
+      files.insert(files.end(), found.begin(), found.end());
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());

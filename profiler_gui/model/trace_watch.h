@@ -22,12 +22,13 @@ struct FileStamp {
 };
 
 // Per-rank files named <stem>.rank<N><ext> in `dir`, sorted by N; stem ""
-// matches any stem with ext ".sqlite" (TraceReader's rule for directories).
+// matches any stem with ext ".sqlite" (trace_db's rank_trace_files_in).
 std::vector<std::string> rank_files_in(const std::string& dir, const std::string& stem,
                                        const std::string& ext);
-// The files `inputs` stand for: a directory its per-rank files, an existing
-// file itself, a missing base path its <stem>.rank<N><ext> siblings. Inputs
-// that resolve to nothing add nothing.
+// The files `inputs` stand for, resolved like TraceReader::open
+// (resolve_trace_inputs) one input at a time, except that an input that
+// resolves to nothing adds nothing instead of failing (stamps and existence
+// checks; loading uses resolve_trace_inputs and reports such an input).
 std::vector<std::string> trace_files_of(const std::vector<std::string>& inputs);
 // True when every input resolves to at least one file.
 bool trace_inputs_exist(const std::vector<std::string>& inputs);

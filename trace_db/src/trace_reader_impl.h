@@ -48,10 +48,6 @@ struct TraceReader::Impl {
                   StoredEvent* out) const;
 };
 
-// Resolves reader inputs (files, base path, directory) to trace files.
-Status resolve_trace_inputs(const std::vector<std::string>& inputs,
-                            std::vector<std::string>* files);
-
 // The event column list, for SELECTs feeding read_event().
 inline constexpr const char* kSelectEventColumns =
     "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, "

@@ -13,27 +13,6 @@ namespace ringscope {
 namespace fs = std::filesystem;
 namespace {
 
-// Files named <stem>.rank<N><ext> in `dir` (stem "" matches any stem).
-std::vector<std::string> rank_files_in(const fs::path& dir, const std::string& stem,
-                                       const std::string& ext) {
-  static const std::regex kRankName(R"((.*)\.rank([0-9]+)(\.[^.]*)?)");
-  std::vector<std::pair<long, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir.empty() ? fs::path(".") : dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::smatch match;
-    const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, match, kRankName) || match[2].length() > 6) continue;
-    if (!stem.empty() && (match[1] != stem || match[3] != ext)) continue;
-    if (stem.empty() && match[3] != ".sqlite") continue;
-    found.emplace_back(std::stol(match[2]), it->path().string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> paths;
-  for (auto& [rank, path] : found) paths.push_back(path);
-  return paths;
-}
-
 Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
   sql::Stmt stmt;
   if (Status s = stmt.prepare(source.db.get(),
@@ -74,6 +53,28 @@ Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
 
 }  // namespace
 
+std::vector<std::string> rank_trace_files_in(const std::string& dir, const std::string& stem,
+                                             const std::string& ext) {
+  static const std::regex kRankName(R"((.*)\.rank([0-9]+)(\.[^.]*)?)");
+  std::vector<std::pair<long, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir.empty() ? fs::path(".") : fs::path(dir), ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::smatch match;
+    const std::string name = it->path().filename().string();
+    if (!std::regex_match(name, match, kRankName) || match[2].length() > 6) continue;
+    if (!stem.empty() && (match[1] != stem || match[3] != ext)) continue;
+    if (stem.empty() && match[3] != ".sqlite") continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
+    found.emplace_back(std::stol(match[2]), it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (auto& [rank, path] : found) paths.push_back(path);
+  return paths;
+}
+
 Status resolve_trace_inputs(const std::vector<std::string>& inputs,
                             std::vector<std::string>* files) {
   files->clear();
@@ -82,7 +83,7 @@ Status resolve_trace_inputs(const std::vector<std::string>& inputs,
     std::error_code ec;
     const fs::path path(input);
     if (fs::is_directory(path, ec)) {
-      std::vector<std::string> found = rank_files_in(path, "", "");
+      std::vector<std::string> found = rank_trace_files_in(path.string(), "", "");
       if (found.empty())
         return Status(StatusCode::kInvalidArgument,
                       input + ": directory holds no per-rank trace files (*.rank<N>.sqlite)");
@@ -93,7 +94,7 @@ Status resolve_trace_inputs(const std::vector<std::string>& inputs,
       const std::string ext = path.has_extension() ? path.extension().string() : ".sqlite";
       const std::string stem =
           path.has_extension() ? path.stem().string() : path.filename().string();
-      std::vector<std::string> found = rank_files_in(path.parent_path(), stem, ext);
+      std::vector<std::string> found = rank_trace_files_in(path.parent_path().string(), stem, ext);
       if (found.empty())
         return Status(StatusCode::kIoError, input + ": no such file, and no per-rank files " +
                                                 per_rank_trace_path(input, 0) + ", ... next to it");

@@ -126,4 +126,15 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// How TraceReader::open resolves its inputs to files: a directory gives its
+// *.rank<N>.sqlite files, an existing file itself, a missing base path its
+// <stem>.rank<N><ext> siblings; sorted, duplicates removed. An input that
+// resolves to nothing is an error naming it.
+Status resolve_trace_inputs(const std::vector<std::string>& inputs,
+                            std::vector<std::string>* files);
+// Regular files named <stem>.rank<N><ext> in `dir`, sorted by N; stem ""
+// matches any stem with ext ".sqlite".
+std::vector<std::string> rank_trace_files_in(const std::string& dir, const std::string& stem,
+                                             const std::string& ext);
+
 }  // namespace ringscope
