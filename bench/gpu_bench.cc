@@ -3,9 +3,9 @@
 // run (one tensor, scaled and unscaled, and 64 tensors in one launch against
 // 64 memcpys), and the per-op overhead of ringscope's device pipeline
 // (negotiation, enqueue, finalizer) against a bare ncclAllReduce plus stream
-// synchronisation at np=1. Prints a table; --json FILE writes the numbers.
+// synchronisation at np=1 (one rank in process: no MPI needed on the GPU
+// machine). Prints a table; --json FILE writes the numbers.
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <cstdio>
@@ -13,16 +13,25 @@
 #include <string>
 #include <vector>
 
-#include "bench_util.h"
+#include <algorithm>
+#include <chrono>
+
+#include "api_internal.h"
 #include "copy_kernels.h"
 #include "ringscope/ringscope.h"
-#include "ringscope/ringscope_mpi.h"
 
 using namespace ringscope;
-using ringscope::bench::median;
-using ringscope::bench::now_s;
-
 namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 void must(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -70,8 +79,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpu_bench: %s\n", info.problem.c_str());
     return 77;
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   must(cudaSetDevice(0), "cudaSetDevice");
   cudaStream_t stream;
   must(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -128,7 +135,7 @@ int main(int argc, char** argv) {
   std::vector<Latency> lat;
   Options o;
   Options::from_env(&o);
-  if (!init(MPI_COMM_WORLD, o).ok()) return 3;
+  if (!init_single_rank(o).ok()) return 3;  // one rank, no MPI needed on the GPU machine
   ncclComm_t comm;
   int dev = 0;
   if (ncclCommInitAll(&comm, 1, &dev) != ncclSuccess) return 4;
@@ -185,6 +192,5 @@ int main(int argc, char** argv) {
     std::fprintf(f, "]}\n");
     std::fclose(f);
   }
-  MPI_Finalize();
   return 0;
 }

@@ -4,7 +4,9 @@
 #include <future>
 #include <mutex>
 
+#include "api_internal.h"
 #include "device_collectives.h"
+#include "local_transport.h"
 #include "mpi_transport.h"
 #include "ringscope/ringscope_mpi.h"
 #include "runtime.h"
@@ -46,6 +48,19 @@ const char* thread_level_name(int level) {
   }
 }
 
+// Creates the process runtime and starts tracing if asked.
+Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport,
+                     const Topology& topo, const Options& options) {
+  Status s = Runtime::create(std::move(transport), topo, options, &p.runtime);
+  if (!s.ok() || options.trace_path.empty()) return s;
+  s = p.runtime->start_trace(options.trace_path);
+  if (!s.ok()) {
+    p.runtime->shutdown();
+    p.runtime.reset();
+  }
+  return s;
+}
+
 Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   int provided = 0;
   MPI_Query_thread(&provided);
@@ -58,14 +73,7 @@ Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   Status s = MpiTransport::create(comm, &transport);
   if (!s.ok()) return s;
   const Topology topo = transport->topology();
-  Status s2 = Runtime::create(std::move(transport), topo, options, &p.runtime);
-  if (!s2.ok() || options.trace_path.empty()) return s2;
-  s2 = p.runtime->start_trace(options.trace_path);
-  if (!s2.ok()) {
-    p.runtime->shutdown();
-    p.runtime.reset();
-  }
-  return s2;
+  return start_runtime(p, std::move(transport), topo, options);
 }
 
 }  // namespace
@@ -94,6 +102,14 @@ Status init(const Options& options) {
     p.we_initialized_mpi = true;
   }
   return init_locked(p, MPI_COMM_WORLD, options);
+}
+
+Status init_single_rank(const Options& options) {
+  ProcessRuntime& p = process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.runtime) return Status::OK();
+  return start_runtime(p, std::make_unique<LocalTransport>(std::make_shared<LocalFabric>(1), 0),
+                       Topology{}, options);  // one rank: every size 1
 }
 
 Status init(MPI_Comm comm, const Options& options) {

@@ -1,32 +1,103 @@
 #!/usr/bin/env bash
-# Builds and runs the GPU tests and the GPU benchmark in one go, on a machine
-# with a CUDA device (CUDA toolkit + NCCL under /usr/local/cuda, and the
-# build's Debian packages: scripts/setup.sh installs them where the network
-# allows). Writes logs and bench JSON to $OUT (default build-gpu/out).
+# Builds and runs the GPU tests and the GPU benchmark. Three ways:
 #
-#   tests/gpu/run_on_device.sh            # from the repository root
-# Env: BUILD=build-gpu, JOBS=$(nproc), OUT=<dir>
+#   tests/gpu/run_on_device.sh build   # a GPU machine with the build's packages
+#                                      # (scripts/setup.sh): build build-gpu, run
+#                                      # the [gpu] unit tests, ctest -L gpu, gpu_bench
+#   tests/gpu/run_on_device.sh pack    # here (no GPU): build, then copy gpu_tests,
+#                                      # gpu_bench and unit_tests with the shared
+#                                      # libraries they need into .device-pack/
+#   tests/gpu/run_on_device.sh run     # on a bare GPU machine (CUDA driver, and
+#                                      # NCCL from /usr/local/cuda or the nvidia-nccl
+#                                      # pip wheel) from that pack: nothing to build,
+#                                      # no MPI needed (the GPU tests run one rank
+#                                      # in process)
+#
+# With the session's device tool: `pack` here, then run
+#   bash tests/gpu/run_on_device.sh run      with carry [".device-pack"]
+# Logs and gpu_bench.json go to $OUT (default: <build or pack>/out).
+# Env: BUILD=build (pack) or build-gpu (build), JOBS=$(nproc).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build-gpu}
+mode=${1:-build}
+PACK=.device-pack
 JOBS=${JOBS:-$(nproc)}
-OUT=${OUT:-$BUILD/out}
-mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TARGETS=(gpu_tests gpu_bench unit_tests)
 
-command -v nvidia-smi >/dev/null && nvidia-smi | tee "$OUT/nvidia-smi.txt" || true
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRINGSCOPE_BUILD_VIEWER=OFF \
-  2>&1 | tee "$OUT/configure.log" | grep -E "GPU path|GPU tests" || true
-grep -q "GPU path: ON" "$OUT/configure.log" || {
-  echo "run_on_device: the GPU path is not configured (see $OUT/configure.log)" >&2
-  exit 2
+# Runs the three programs in `bin`, logging to $OUT; returns non-zero on failure.
+run_programs() {
+  local bin=$1 status=0
+  command -v nvidia-smi >/dev/null && nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.txt" || true
+  "$bin/unit_tests" "[gpu]" 2>&1 | tee "$OUT/unit-gpu.log" || status=1
+  set +e
+  "$bin/gpu_tests" 2>&1 | tee "$OUT/gpu-tests.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  if ((rc == 77)); then
+    echo "run_on_device: the GPU tests were skipped: no usable CUDA device" | tee -a "$OUT/gpu-tests.log"
+    status=1
+  elif ((rc != 0)); then
+    status=1
+  fi
+  "$bin/gpu_bench" --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt" || status=1
+  echo "run_on_device: status $status; results in $OUT"
+  return $status
 }
-cmake --build "$BUILD" -j "$JOBS" --target gpu_tests gpu_bench unit_tests 2>&1 | tail -3
 
-status=0
-# The CPU-side GPU planning tests, then the device pipeline.
-"$BUILD/bin/unit_tests" "[gpu]" 2>&1 | tee "$OUT/unit-gpu.log" || status=1
-(cd "$BUILD" && ctest -L gpu --output-on-failure) 2>&1 | tee "$OUT/ctest-gpu.log" || status=1
-"$BUILD/bin/gpu_bench" --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt" || status=1
-echo "run_on_device: status $status; results in $OUT"
-exit $status
+case "$mode" in
+  build)
+    BUILD=${BUILD:-build-gpu}
+    OUT=${OUT:-$BUILD/out}
+    mkdir -p "$OUT"
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRINGSCOPE_BUILD_VIEWER=OFF \
+      2>&1 | tee "$OUT/configure.log" | grep -E "GPU path|GPU tests" || true
+    grep -q "GPU path: ON" "$OUT/configure.log" || {
+      echo "run_on_device: the GPU path is not configured (see $OUT/configure.log)" >&2
+      exit 2
+    }
+    cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" 2>&1 | tail -3
+    run_programs "$BUILD/bin"
+    ;;
+  pack)
+    BUILD=${BUILD:-build}
+    cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" 2>&1 | tail -1
+    rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/lib"
+    for t in "${TARGETS[@]}"; do cp "$BUILD/bin/$t" "$PACK/bin/"; done
+    # Every shared library they load except the C library family, the CUDA
+    # driver and NCCL (218 MiB; the GPU machine has its own).
+    for t in "${TARGETS[@]}"; do ldd "$BUILD/bin/$t"; done |
+      awk '$3 ~ /^\// { print $1, $3 }' | sort -u |
+      while read -r name path; do
+        case "$name" in
+          libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux* | \
+            libcuda.so.* | libnccl.so.*) ;;
+          *) cp -L "$path" "$PACK/lib/$name" ;;
+        esac
+      done
+    cp tests/gpu/run_on_device.sh "$PACK/"
+    du -sh "$PACK"
+    echo "packed; on the GPU machine: bash tests/gpu/run_on_device.sh run (carry $PACK)"
+    ;;
+  run)
+    [[ -x "$PACK/bin/gpu_tests" ]] || {
+      echo "run_on_device: no $PACK here; run 'tests/gpu/run_on_device.sh pack' first and carry it" >&2
+      exit 2
+    }
+    OUT=${OUT:-$PACK/out}
+    mkdir -p "$OUT"
+    nccl_dir=""
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu \
+      $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null); do
+      if [[ -e "$d/libnccl.so.2" ]]; then nccl_dir=$d; break; fi
+    done
+    [[ -n "$nccl_dir" ]] || { echo "run_on_device: libnccl.so.2 not found" >&2; exit 2; }
+    echo "NCCL from $nccl_dir" | tee "$OUT/env.txt"
+    export LD_LIBRARY_PATH="$PWD/$PACK/lib:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    run_programs "$PACK/bin"
+    ;;
+  *)
+    echo "usage: tests/gpu/run_on_device.sh build|pack|run" >&2
+    exit 2
+    ;;
+esac

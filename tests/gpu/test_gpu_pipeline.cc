@@ -6,15 +6,14 @@
 // The CPU reference is ringscope's own host path in the same process, so
 // integer truncation and 16-bit rounding of the scale factors match exactly.
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <future>
 #include <random>
 
+#include "api_internal.h"
 #include "ringscope/ringscope.h"
-#include "ringscope/ringscope_mpi.h"
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_schema.h"
 #include "ringscope/trace_tools.h"
@@ -122,7 +121,7 @@ struct Runtime {
     o.hierarchical_allreduce = hierarchical;
     o.trace_path = trace;
     o.op_timeout_seconds = 120;
-    REQUIRE(init(MPI_COMM_WORLD, o).ok());
+    REQUIRE(init_single_rank(o).ok());
   }
   ~Runtime() { shutdown(); }
 };

@@ -6,6 +6,7 @@
 // tests/gpu/ runs the device pipeline itself where there is a GPU.
 #include <catch2/catch.hpp>
 
+#include "api_internal.h"
 #include "config.h"
 #include "coordinator.h"
 #include "device_collectives.h"
@@ -208,4 +209,30 @@ TEST_CASE("a device tensor where no GPU can run it fails at submission, saying w
     CHECK(run_op(rt, std::move(h)).ok());
     CHECK(buf[0] == 2.0f);
   });
+}
+
+TEST_CASE("the public API over one in-process rank (no MPI), as the GPU tests use it",
+          "[gpu][api]") {
+  Options o;
+  o.log_level = 0;
+  REQUIRE(init_single_rank(o).ok());
+  CHECK(is_initialized());
+  CHECK(rank() == 0);
+  CHECK(size() == 1);
+  CHECK(local_size() == 1);
+  std::vector<float> in(16, 2.0f), out(16, 0.0f);
+  REQUIRE(allreduce("single.host", DataType::kFloat32, {16}, in.data(), out.data(),
+                    ReduceOp::kSum, 1.0, 3.0)
+              .ok());
+  CHECK(out[7] == 6.0f);
+  // A device tensor where no GPU can run it: refused with the probe's reason.
+  const GpuInfo info = gpu_info();
+  if (!info.problem.empty()) {
+    Status s = allreduce("single.dev", DataType::kFloat32, {16}, in.data(), out.data(),
+                         ReduceOp::kSum, 1.0, 1.0, Device::cuda(0));
+    CHECK_FALSE(s.ok());
+    CHECK(s.message().find(info.problem) != std::string::npos);
+  }
+  shutdown();
+  CHECK_FALSE(is_initialized());
 }
