@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "imgui.h"
+#include "view/opaque_fill.h"
 #include "view/palette.h"
 #include "view/viewer.h"
 
@@ -31,10 +33,69 @@ void setup_imgui() {
   io.IniFilename = nullptr;  // nothing worth persisting yet
   apply_theme();
   // DejaVu Sans when installed (fonts-dejavu-core), else ImGui's built-in font.
-  // The second font labels boxes inside the timeline's rows.
-  if (!std::filesystem::exists(kFontPath) || !io.Fonts->AddFontFromFileTTF(kFontPath, 14.0f) ||
-      !io.Fonts->AddFontFromFileTTF(kFontPath, 12.0f))
+  // The second font labels boxes inside the timeline's rows. Glyphs are baked
+  // at 1:1 and snapped to pixels (ImGui floors text positions), so the atlas
+  // can be sampled without filtering (use_nearest_font_texture).
+  ImFontConfig config;
+  config.OversampleH = 1, config.OversampleV = 1, config.PixelSnapH = true;
+  if (!std::filesystem::exists(kFontPath) ||
+      !io.Fonts->AddFontFromFileTTF(kFontPath, 14.0f, &config) ||
+      !io.Fonts->AddFontFromFileTTF(kFontPath, 12.0f, &config))
     io.Fonts->AddFontDefault();
+  // Lines as geometry rather than from the (now unfiltered) font texture.
+  ImGui::GetStyle().AntiAliasedLinesUseTex = false;
+}
+
+// After ImGui_ImplOpenGL3_Init: the font atlas sampled GL_NEAREST. Every pixel
+// ImGui draws samples it (boxes use its white texel); bilinear filtering is
+// the most expensive part of that in a software rasteriser (llvmpipe).
+void use_nearest_font_texture() {
+  ImGui_ImplOpenGL3_CreateDeviceObjects();
+  glBindTexture(GL_TEXTURE_2D,
+                static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+}
+
+// Fills an OpaqueRect (opaque_fill.h) with a scissored clear: no texture,
+// no blending. The backend sets the scissor again for its next command.
+void gl_opaque_fill(const ImDrawList*, const ImDrawCmd* cmd) {
+  const auto* rect = static_cast<const OpaqueRect*>(cmd->UserCallbackData);
+  const ImDrawData* data = ImGui::GetDrawData();
+  const ImVec2 scale = data->FramebufferScale, origin = data->DisplayPos;
+  const float x0 = std::max(rect->min.x, cmd->ClipRect.x) - origin.x;
+  const float y0 = std::max(rect->min.y, cmd->ClipRect.y) - origin.y;
+  const float x1 = std::min(rect->max.x, cmd->ClipRect.z) - origin.x;
+  const float y1 = std::min(rect->max.y, cmd->ClipRect.w) - origin.y;
+  if (x1 <= x0 || y1 <= y0) return;
+  // Pixel centres inside the rectangle, as the rasteriser would fill them.
+  const int px0 = static_cast<int>(std::lround(x0 * scale.x));
+  const int px1 = static_cast<int>(std::lround(x1 * scale.x));
+  const int py0 = static_cast<int>(std::lround(y0 * scale.y));
+  const int py1 = static_cast<int>(std::lround(y1 * scale.y));
+  if (px1 <= px0 || py1 <= py0) return;
+  const int fb_height = static_cast<int>(data->DisplaySize.y * scale.y);
+  glScissor(px0, fb_height - py1, px1 - px0, py1 - py0);
+  const ImU32 c = rect->color;
+  glClearColor(static_cast<float>((c >> IM_COL32_R_SHIFT) & 0xff) / 255.0f,
+               static_cast<float>((c >> IM_COL32_G_SHIFT) & 0xff) / 255.0f,
+               static_cast<float>((c >> IM_COL32_B_SHIFT) & 0xff) / 255.0f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+}
+
+// After ImGui_ImplOpenGL3_Init, in both the window and the headless setup.
+void setup_renderer() {
+  use_nearest_font_texture();
+  set_opaque_filler(gl_opaque_fill);
+}
+
+// The frame starts as the window background (the main window draws none).
+void clear_to_background() {
+  const ImU32 bg = colors::kBackground;
+  glClearColor(static_cast<float>((bg >> IM_COL32_R_SHIFT) & 0xff) / 255.0f,
+               static_cast<float>((bg >> IM_COL32_G_SHIFT) & 0xff) / 255.0f,
+               static_cast<float>((bg >> IM_COL32_B_SHIFT) & 0xff) / 255.0f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
 }
 
 void write_layout(const std::string& path, const Viewer& viewer, int width, int height) {
@@ -91,6 +152,7 @@ int run_headless(const ViewerOptions& options) {
   }
   setup_imgui();
   ImGui_ImplOpenGL3_Init("#version 330");
+  setup_renderer();
   ImGuiIO& io = ImGui::GetIO();
   io.DisplaySize = ImVec2(static_cast<float>(options.width), static_cast<float>(options.height));
   io.DeltaTime = 1.0f / 60;
@@ -116,8 +178,7 @@ int run_headless(const ViewerOptions& options) {
     viewer.draw_frame();
     ImGui::Render();
     const auto ui_end = std::chrono::steady_clock::now();
-    glClearColor(0, 0, 0, 1);
-    glClear(GL_COLOR_BUFFER_BIT);
+    clear_to_background();
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glFinish();
     const auto end = std::chrono::steady_clock::now();
@@ -182,6 +243,7 @@ int run_window(const ViewerOptions& options) {
   setup_imgui();
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
+  setup_renderer();
   Viewer viewer(options);
   // Files dropped on the window replace the trace (several: per-rank files).
   glfwSetWindowUserPointer(window, &viewer);
@@ -201,8 +263,7 @@ int run_window(const ViewerOptions& options) {
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);
     glViewport(0, 0, w, h);
-    glClearColor(0, 0, 0, 1);
-    glClear(GL_COLOR_BUFFER_BIT);
+    clear_to_background();
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(window);
   }

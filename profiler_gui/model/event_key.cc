@@ -6,7 +6,7 @@
 namespace ringscope::view {
 
 EventKey event_key_of(const TimelineModel& model, const EventRef& ref) {
-  const LaneColumns& e = model.track(ref).events;
+  const EventColumns& e = model.track(ref).events;
   EventKey key;
   key.rank = model.ranks()[ref.rank_index].info.rank;
   key.kind = e.kind[ref.event];
@@ -23,7 +23,7 @@ std::optional<EventRef> find_event(const TimelineModel& model, const EventKey& k
     for (uint32_t t = 0; t < ranks[r].tracks.size(); ++t) {
       const Track& track = ranks[r].tracks[t];
       if (track.family != family) continue;
-      const LaneColumns& e = track.events;
+      const EventColumns& e = track.events;
       for (size_t row = 0; row < track.rows(); ++row) {
         const auto begin = e.start_ns.begin() + track.row_begin[row];
         const auto end = e.start_ns.begin() + track.row_begin[row + 1];

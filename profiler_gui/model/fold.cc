@@ -22,7 +22,7 @@ size_t first_ending_at_or_after(const Track& track, size_t row, size_t lo, size_
 }
 
 // First index in [lo, hi) whose start is >= t (hi if none).
-size_t first_starting_at_or_after(const LaneColumns& ev, size_t lo, size_t hi, int64_t t) {
+size_t first_starting_at_or_after(const EventColumns& ev, size_t lo, size_t hi, int64_t t) {
   auto begin = ev.start_ns.begin();
   return static_cast<size_t>(
       std::lower_bound(begin + static_cast<ptrdiff_t>(lo), begin + static_cast<ptrdiff_t>(hi), t) -
@@ -42,7 +42,7 @@ void fold_track(const Track& track, const FoldRequest& request, std::vector<Fold
     const double x = static_cast<double>(t - t0) * px_per_ns;
     return static_cast<float>(std::clamp(x, lo_px, hi_px));
   };
-  const LaneColumns& ev = track.events;
+  const EventColumns& ev = track.events;
 
   for (size_t row = 0; row < track.rows(); ++row) {
     const size_t row_end = track.row_begin[row + 1];

@@ -40,7 +40,7 @@ RankScan scan_rank(const RankTimeline& rank) {
     }
   if (const Track* t = rank.track(TrackFamily::kFusion))
     for (size_t i = 0; i < t->size(); ++i) {
-      const LaneColumns& e = t->events;
+      const EventColumns& e = t->events;
       if (e.kind[i] == kFusion && e.seq_index[i] >= 0)
         scan.fusions.push_back({e.cycle[i], e.start_ns[i], t->draw_end(i), e.seq_index[i]});
       else if (e.kind[i] == kFusionMember && e.seq_index[i] >= 0)
@@ -96,7 +96,7 @@ StragglerReport analyze_stragglers(const std::vector<RankTimeline>& ranks) {
     };
     const Track* t = ranks[r].track(TrackFamily::kCollective);
     for (size_t i = 0; t && i < t->size(); ++i) {
-      const LaneColumns& e = t->events;
+      const EventColumns& e = t->events;
       if (lane_of_kind(e.kind[i]) != Lane::kCollective || e.cycle[i] < 0 || e.seq_index[i] < 0)
         continue;
       CollectiveReadiness& c = collective_of({e.cycle[i], e.seq_index[i]});

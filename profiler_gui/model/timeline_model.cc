@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <thread>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "trace_watch.h"
 
@@ -102,6 +107,11 @@ void TimelineModel::set_phase(std::string phase, double fraction) {
   fraction_ = std::clamp(fraction, 0.0, 1.0);
 }
 
+void TimelineModel::set_fraction(double fraction) {
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  fraction_ = std::clamp(fraction, 0.0, 1.0);
+}
+
 Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTrace* out) {
   const auto started = std::chrono::steady_clock::now();
   events_loaded_ = 0;
@@ -121,33 +131,39 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
   for (const RankInfo& info : out->reader.ranks()) expected += info.event_count;
   expected = std::max<int64_t>(expected, 1);
 
+  // Ranks in distinct files (per-rank traces) load on two threads, each on
+  // its own file's connection; a merged file has one connection: one thread.
   const auto& infos = out->reader.ranks();
-  for (size_t r = 0; r < infos.size(); ++r) {
-    set_phase("rank " + std::to_string(r + 1) + " of " + std::to_string(infos.size()),
-              0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
-    RankTimeline rank;
-    rank.info = infos[r];
-    std::vector<Lane> lanes;
-    if (Status s = out->reader.lanes(rank.info.rank, &lanes); !s.ok()) return s;
-    std::map<TrackFamily, std::vector<LaneColumns>> by_family;
-    for (Lane lane : lanes) {
-      if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
-      LaneColumns columns;
-      if (Status s = out->reader.lane_columns(rank.info.rank, lane, &columns); !s.ok()) return s;
-      events_loaded_ += static_cast<int64_t>(columns.size());
-      set_phase(phase_, 0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
-      if (columns.size() > 0) by_family[track_family_of_lane(lane)].push_back(std::move(columns));
+  out->ranks.resize(infos.size());
+  bool distinct_files = true;
+  for (size_t r = 0; r < infos.size(); ++r)
+    for (size_t q = 0; q < r; ++q) distinct_files &= infos[r].file != infos[q].file;
+  const size_t threads =
+      distinct_files ? std::min<size_t>({2, infos.size(), std::thread::hardware_concurrency()}) : 1;
+  set_phase(std::to_string(infos.size()) + " ranks" +
+                (threads > 1 ? " (" + std::to_string(threads) + " threads)" : ""),
+            0);
+  std::atomic<size_t> next_rank{0};
+  std::vector<Status> thread_status(std::max<size_t>(threads, 1));
+  auto load_ranks = [&](size_t t) {
+    for (size_t r = next_rank++; r < infos.size(); r = next_rank++) {
+      Status s = load_rank(out->reader, infos[r], expected, &out->ranks[r]);
+      if (!s.ok()) {
+        thread_status[t] = s;
+        next_rank = infos.size();  // the other thread stops after its rank
+        return;
+      }
     }
-    for (auto& [family, columns] : by_family) {
-      std::vector<const LaneColumns*> parts;
-      for (const LaneColumns& c : columns) parts.push_back(&c);
-      rank.tracks.push_back(build_track(family, parts));
-      columns.clear();
-      rank.event_count += static_cast<int64_t>(rank.tracks.back().size());
-      out->memory_bytes += rank.tracks.back().memory_bytes();
-    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(load_ranks, t);
+  load_ranks(0);
+  for (std::thread& h : helpers) h.join();
+  for (const Status& s : thread_status)
+    if (!s.ok()) return s;
+  for (const RankTimeline& rank : out->ranks) {
     out->event_count += rank.event_count;
-    out->ranks.push_back(std::move(rank));
+    for (const Track& t : rank.tracks) out->memory_bytes += t.memory_bytes();
   }
 
   set_phase("analysing", 0.92);
@@ -164,9 +180,38 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
   out->stragglers = analyze_stragglers(out->ranks);
   set_phase("statistics", 0.96);
   out->statistics = compute_kind_statistics(out->ranks);
+#ifdef __GLIBC__
+  // Give the load's temporaries (the reader's wide columns, the sort and
+  // statistics buffers) back to the system: glibc keeps freed heap otherwise.
+  malloc_trim(0);
+#endif
   out->load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   set_phase("ready", 1);
+  return Status::OK();
+}
+
+Status TimelineModel::load_rank(const TraceReader& reader, const RankInfo& info, int64_t expected,
+                                RankTimeline* out) {
+  out->info = info;
+  std::vector<Lane> lanes;
+  if (Status s = reader.lanes(info.rank, &lanes); !s.ok()) return s;
+  std::map<TrackFamily, std::vector<LaneColumns>> by_family;
+  for (Lane lane : lanes) {
+    if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
+    LaneColumns columns;
+    if (Status s = reader.lane_columns(info.rank, lane, &columns); !s.ok()) return s;
+    events_loaded_ += static_cast<int64_t>(columns.size());
+    set_fraction(0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
+    if (columns.size() > 0) by_family[track_family_of_lane(lane)].push_back(std::move(columns));
+  }
+  for (auto& [family, columns] : by_family) {
+    std::vector<const LaneColumns*> parts;
+    for (const LaneColumns& c : columns) parts.push_back(&c);
+    out->tracks.push_back(build_track(family, parts));
+    std::vector<LaneColumns>().swap(columns);  // the reader's wide columns: freed at once
+    out->event_count += static_cast<int64_t>(out->tracks.back().size());
+  }
   return Status::OK();
 }
 
@@ -176,7 +221,20 @@ const Track& TimelineModel::track(const EventRef& ref) const {
 
 void TimelineModel::fold(uint32_t rank_index, uint32_t track_index, const FoldRequest& request,
                          std::vector<FoldItem>* out) const {
-  fold_track(trace_->ranks[rank_index].tracks[track_index], request, out);
+  auto& cache = trace_->fold_cache;
+  if (cache.size() != trace_->ranks.size()) cache.resize(trace_->ranks.size());
+  auto& per_rank = cache[rank_index];
+  if (per_rank.size() != trace_->ranks[rank_index].tracks.size())
+    per_rank.resize(trace_->ranks[rank_index].tracks.size());
+  LoadedTrace::CachedFold& cached = per_rank[track_index];
+  const FoldRequest& r = cached.request;
+  if (!cached.valid || r.begin_ns != request.begin_ns || r.end_ns != request.end_ns ||
+      r.width_px != request.width_px || r.min_px != request.min_px) {
+    cached.items.clear();
+    fold_track(trace_->ranks[rank_index].tracks[track_index], request, &cached.items);
+    cached.request = request, cached.valid = true;
+  }
+  out->insert(out->end(), cached.items.begin(), cached.items.end());
 }
 
 const StoredEvent* TimelineModel::event_detail(const EventRef& ref) {
@@ -184,7 +242,7 @@ const StoredEvent* TimelineModel::event_detail(const EventRef& ref) {
   detail_ref_ = ref;
   detail_.reset();
   const Track& t = track(ref);
-  const LaneColumns& e = t.events;
+  const EventColumns& e = t.events;
   const size_t i = ref.event;
   const int rank = trace_->ranks[ref.rank_index].info.rank;
   std::vector<StoredEvent> found;
@@ -213,7 +271,7 @@ std::optional<int32_t> TimelineModel::find_name(std::string_view text) const {
 }
 
 std::optional<CollectiveKey> TimelineModel::collective_of(const EventRef& ref) const {
-  const LaneColumns& e = track(ref).events;
+  const EventColumns& e = track(ref).events;
   if (e.cycle[ref.event] < 0 || e.seq_index[ref.event] < 0) return std::nullopt;
   const CollectiveKey key{e.cycle[ref.event], e.seq_index[ref.event]};
   // A FUSION_MEMBER / NEGOTIATE carries its own response's seq_index.

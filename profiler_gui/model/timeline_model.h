@@ -61,6 +61,14 @@ struct LoadedTrace {
   int64_t event_count = 0;
   size_t memory_bytes = 0;  // held by the tracks
   double load_seconds = 0;
+  // Each track's last fold, reused while its request stays the same (a view
+  // that does not move): [rank][track]. UI thread only.
+  struct CachedFold {
+    FoldRequest request;
+    std::vector<FoldItem> items;
+    bool valid = false;
+  };
+  mutable std::vector<std::vector<CachedFold>> fold_cache;
 };
 
 class TimelineModel {
@@ -95,6 +103,8 @@ class TimelineModel {
   const LoadedTrace& trace() const { return *trace_; }
   const std::vector<RankTimeline>& ranks() const { return trace_->ranks; }
   const Track& track(const EventRef& ref) const;
+  // fold_track of one track, appended to `out`; the same request as the
+  // last one for that track returns the cached items.
   void fold(uint32_t rank_index, uint32_t track_index, const FoldRequest& request,
             std::vector<FoldItem>* out) const;
   // Every stored field of one event (peers, step, aux, ...), read back from
@@ -108,7 +118,11 @@ class TimelineModel {
 
  private:
   Status load_into(const std::vector<std::string>& inputs, LoadedTrace* out);
+  // One rank's lanes into its tracks; ranks in distinct files load in parallel.
+  Status load_rank(const TraceReader& reader, const RankInfo& info, int64_t expected,
+                   RankTimeline* out);
   void set_phase(std::string phase, double fraction);
+  void set_fraction(double fraction);  // keeps the phase text
 
   std::vector<std::string> inputs_;
   std::unique_ptr<LoadedTrace> trace_;

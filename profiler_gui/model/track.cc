@@ -64,19 +64,9 @@ int track_max_rows(TrackFamily family) {
   }
 }
 
-int64_t Track::draw_end(size_t i) const {
-  const int64_t start = events.start_ns[i];
-  return std::max(start, events.end_ns(i));
-}
-
-int64_t Track::end_envelope(size_t row, size_t i) const {
-  const std::vector<int64_t>& envelope = row_end_envelope[row];
-  return envelope.empty() ? draw_end(i) : envelope[i - row_begin[row]];
-}
-
 size_t Track::memory_bytes() const {
   size_t bytes = events.memory_bytes() + row_begin.capacity() * sizeof(uint32_t);
-  for (const auto& envelope : row_end_envelope) bytes += envelope.capacity() * sizeof(int64_t);
+  for (const auto& envelope : row_end_envelope) bytes += envelope.memory_bytes();
   return bytes;
 }
 
@@ -140,13 +130,11 @@ Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lan
   for (uint8_t row : row_of) ++counts[row];
   track.row_begin.assign(rows + 1, 0);
   for (size_t r = 0; r < rows; ++r) track.row_begin[r + 1] = track.row_begin[r] + counts[r];
-  LaneColumns& ev = track.events;
-  ev.start_ns.reserve(total), ev.dur_ns_u32.reserve(total), ev.cycle.reserve(total);
-  ev.bytes.reserve(total), ev.name_id.reserve(total), ev.seq_index.reserve(total);
-  ev.kind.reserve(total);
+  EventColumns& ev = track.events;
+  ev.reserve(total);
   for (size_t r = 0; r < rows; ++r)
     for (size_t k = 0; k < refs.size(); ++k)
-      if (row_of[k] == r) append_event(ev, *lanes[refs[k].lane], refs[k].index);
+      if (row_of[k] == r) ev.append(*lanes[refs[k].lane], refs[k].index);
 
   // 4. Rows whose events overlap (only the shared last row can) get a
   //    running-maximum envelope of their ends.
@@ -162,11 +150,13 @@ Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lan
     }
     track.last_ns = std::max(track.last_ns, running);
     if (!overlaps) continue;
-    std::vector<int64_t>& envelope = track.row_end_envelope[r];
+    CompactInt64Column& envelope = track.row_end_envelope[r];
     envelope.reserve(track.row_begin[r + 1] - track.row_begin[r]);
     running = INT64_MIN;
-    for (size_t i = track.row_begin[r]; i < track.row_begin[r + 1]; ++i)
-      envelope.push_back(running = std::max(running, track.draw_end(i)));
+    for (size_t i = track.row_begin[r]; i < track.row_begin[r + 1]; ++i) {
+      running = std::max(running, track.draw_end(i));
+      envelope.push_back(running - ev.start_ns[i]);
+    }
   }
   return track;
 }

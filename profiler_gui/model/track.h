@@ -3,10 +3,12 @@
 // can binary-search each row by end time. Built once at load; read-only after.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "event_columns.h"
 #include "ringscope/trace_reader.h"
 
 namespace ringscope::view {
@@ -32,19 +34,27 @@ int track_max_rows(TrackFamily family);
 
 struct Track {
   TrackFamily family = TrackFamily::kOther;
-  LaneColumns events;               // grouped by row; within a row sorted by start
+  EventColumns events;              // grouped by row; within a row sorted by start
   std::vector<uint32_t> row_begin;  // row r holds events [row_begin[r], row_begin[r+1])
   // Per row: empty when its events never overlap (so draw ends increase),
-  // else the running maximum of draw_end (only the shared last row can overlap).
-  std::vector<std::vector<int64_t>> row_end_envelope;
+  // else the running maximum of draw_end (only the shared last row can
+  // overlap), stored as its distance from the event's start (>= 0, 32 bits).
+  std::vector<CompactInt64Column> row_end_envelope;
   int64_t first_ns = 0, last_ns = 0;  // earliest start, latest draw end
 
   size_t rows() const { return row_begin.empty() ? 0 : row_begin.size() - 1; }
   size_t size() const { return events.size(); }
   // End used for drawing: never before the start (a corrupt span may end earlier).
-  int64_t draw_end(size_t i) const;
+  // Inline, as the two below: the fold's binary searches call them per probe.
+  int64_t draw_end(size_t i) const {
+    const int64_t start = events.start_ns[i];
+    return std::max(start, start + events.dur[i]);
+  }
   // Largest draw end of the events of `row` up to and including i.
-  int64_t end_envelope(size_t row, size_t i) const;
+  int64_t end_envelope(size_t row, size_t i) const {
+    const CompactInt64Column& envelope = row_end_envelope[row];
+    return envelope.empty() ? draw_end(i) : events.start_ns[i] + envelope[i - row_begin[row]];
+  }
   size_t memory_bytes() const;
 };
 

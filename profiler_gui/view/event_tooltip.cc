@@ -50,7 +50,7 @@ void readiness_rows(const TimelineModel& model, const EventRef& ref) {
 
 void draw_event_tooltip(TimelineModel& model, const HoveredItem& item) {
   const Track& track = model.track(item.first);
-  const LaneColumns& e = track.events;
+  const EventColumns& e = track.events;
   const size_t i = item.first.event;
   const int64_t origin = model.trace().begin_ns;
   const int rank = model.ranks()[item.first.rank_index].info.rank;

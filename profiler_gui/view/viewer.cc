@@ -234,9 +234,12 @@ void Viewer::draw_frame() {
   tune_session_.poll();
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
+  // No background: main() clears to the window colour instead, one
+  // full-screen layer less for a software rasteriser to blend.
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar |
+                                 ImGuiWindowFlags_NoBackground;
   ImGui::Begin("ringscope-view", nullptr, flags);
   draw_menu_bar();  // viewer_files.cc: File and Bookmarks menus
   handle_file_keys();

@@ -60,7 +60,7 @@ TEST_CASE("model loads every rank and lane into tracks", "[model]") {
     const RankTimeline& rank0 = model.ranks()[0];
     uint32_t fusion = 0;
     while (rank0.tracks[fusion].family != TrackFamily::kFusion) ++fusion;
-    const LaneColumns& e = rank0.tracks[fusion].events;
+    const EventColumns& e = rank0.tracks[fusion].events;
     for (uint32_t i = 0; i < e.size(); ++i)
       if (e.kind[i] == static_cast<uint16_t>(EventKind::kFusionMember) && e.seq_index[i] == 4) {
         const auto key = model.collective_of({0, fusion, i});
@@ -114,6 +114,28 @@ TEST_CASE("a merged file and per-rank files give the same analysis", "[model]") 
     CHECK(a.collectives[i].member_names.size() == b.collectives[i].member_names.size());
   }
   CHECK(per_rank.trace().statistics.size() == merged.trace().statistics.size());
+  // Per-rank files load on two threads, the merged file on one: the same
+  // ranks in the same order, column for column.
+  REQUIRE(per_rank.ranks().size() == merged.ranks().size());
+  for (size_t r = 0; r < per_rank.ranks().size(); ++r) {
+    const RankTimeline& x = per_rank.ranks()[r];
+    const RankTimeline& y = merged.ranks()[r];
+    CHECK(x.info.rank == y.info.rank);
+    CHECK(x.event_count == y.event_count);
+    REQUIRE(x.tracks.size() == y.tracks.size());
+    for (size_t k = 0; k < x.tracks.size(); ++k) {
+      const EventColumns& e = x.tracks[k].events;
+      const EventColumns& f = y.tracks[k].events;
+      REQUIRE(e.size() == f.size());
+      size_t differing = 0;
+      for (size_t i = 0; i < e.size(); ++i)
+        differing += e.start_ns[i] != f.start_ns[i] || e.dur_ns(i) != f.dur_ns(i) ||
+                     e.cycle[i] != f.cycle[i] || e.bytes[i] != f.bytes[i] ||
+                     e.seq_index[i] != f.seq_index[i] || e.kind[i] != f.kind[i] ||
+                     per_rank.text(e.name_id[i]) != merged.text(f.name_id[i]);
+      CHECK(differing == 0);
+    }
+  }
 }
 
 TEST_CASE("bad inputs fail with a message, never a crash", "[model][corrupt]") {
