@@ -117,10 +117,13 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
   events_loaded_ = 0;
   set_phase("opening", 0);
   if (inputs.empty()) return Status(StatusCode::kInvalidArgument, "no trace file given");
-  // Files a run is still writing are read through consistent copies, so the
-  // viewer never holds a lock on them (live_snapshot.h).
+  // Files a run is still writing are read through consistent copies, so no
+  // connection of the viewer stays open on them; only the copy itself holds
+  // a read lock for the time it reads the file once (live_snapshot.h). An
+  // input that resolves to no file is an error here, as TraceReader says.
   std::vector<std::string> files = inputs;
-  const std::vector<std::string> resolved = trace_files_of(inputs);
+  std::vector<std::string> resolved;
+  if (Status s = resolve_trace_inputs(inputs, &resolved); !s.ok()) return s;
   if (std::any_of(resolved.begin(), resolved.end(), is_live_trace_file)) {
     set_phase("copying the files being written", 0);
     if (Status s = snapshot_live_files(resolved, &out->snapshot, &files, &out->live_files); !s.ok())

@@ -251,6 +251,16 @@ void TuneSession::score_group(const TraceGroup& group, const std::string& origin
   const bool loaded_partial = std::any_of(trials->begin(), trials->end(), [&](const TuneTrial& t) {
     return t.key == key && t.partial;
   });
+  // bytes/s of runs with different numbers of ranks are not comparable: the
+  // model would mix two different optima.
+  const int world_size = reader.world_size();
+  if (!trials->empty() && !loaded && (*trials)[0].world_size != world_size) {
+    result->messages.push_back("skipped '" + group.label + "': it ran " +
+                               std::to_string(world_size) + " rank(s), the trials so far ran " +
+                               std::to_string((*trials)[0].world_size) +
+                               "; throughput of different world sizes is not comparable");
+    return;
+  }
   if (loaded && (!loaded_partial || unfinished)) {
     result->messages.push_back(
         "skipped '" + group.label + "': already loaded" +
@@ -299,7 +309,8 @@ void TuneSession::score_group(const TraceGroup& group, const std::string& origin
   for (TraceScore& score : scores) {
     for (const std::string& note : score.notes)
       result->messages.push_back(score.source + ": " + note);
-    trials->push_back(TuneTrial{std::move(score), online ? "online" : origin, key, unfinished});
+    trials->push_back(
+        TuneTrial{std::move(score), online ? "online" : origin, key, unfinished, world_size});
     ++result->added;
   }
 }

@@ -35,6 +35,7 @@ struct TuneTrial {
   std::string origin;          // "trace", "online", "run next trial"
   std::string key;             // "run:<run_id>", or "source:<label>" without a run id
   bool partial = false;        // scored while its run was still writing it
+  int world_size = 0;          // ranks of its run (trials of one size only)
   int steps() const;           // STEP marks inside the scored windows (0: none)
 };
 

@@ -149,3 +149,19 @@ TEST_CASE("a refresh that fails keeps the trace shown", "[live]") {
   CHECK(model.state() == LoadState::kReady);
   CHECK(model.ranks().size() == 3);
 }
+
+TEST_CASE("a live trace with a mistyped second input fails, naming the input", "[live]") {
+  test::TempDir dir;
+  const std::string path = dir.file("live.rank0.sqlite");
+  TraceWriter writer;
+  REQUIRE(writer.open(path, 0, 1).ok());
+  record_allreduces(writer, writer.intern("grad/live"), 0, 5);
+  REQUIRE(writer.flush().ok());
+  TimelineModel model;
+  const std::string typo = dir.file("no-such-run.sqlite");
+  Status s = model.load({path, typo});
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("no-such-run") != std::string::npos);
+  REQUIRE(model.load({path}).ok());  // the live file alone still loads
+  CHECK(model.trace().event_count == 5);
+}

@@ -448,8 +448,11 @@ TEST_CASE("scoring stops when cancelled", "[tune]") {
 
 TEST_CASE("run next trial: a command that writes a trace adds a trial", "[tune][run]") {
   TempDir dir;
-  autotune::test::write_generated_run(dir.file("seed.sqlite"),
-                                      trial_run("seed", 1 << 20, 0.5, 10'000'000));
+  // Runs of one rank: the fake command copies only rank 0's file, and the
+  // session keeps trials of one world size.
+  GeneratedRun seed = trial_run("seed", 1 << 20, 0.5, 10'000'000);
+  seed.world_size = 1;
+  autotune::test::write_generated_run(dir.file("seed.sqlite"), seed);
   // The "trial" the fake command produces: a one-rank run, copied to where
   // `ringscope run --trace {trace}` would write rank 0's file.
   GeneratedRun fixture = trial_run("fixture", 32 << 20, 3.0, 9'000'000);
@@ -529,4 +532,26 @@ TEST_CASE("run next trial: failures report exit code and log, never hang", "[tun
   CHECK_FALSE(session.start_next_trial("sleep 1", dir.file("t")).ok());
   CHECK(session.trial_run().state == TrialRunState::kCancelled);  // unchanged
   CHECK(session.model().trials.empty());
+}
+
+TEST_CASE("tune session: a run with another number of ranks is not mixed into the trials",
+          "[tune]") {
+  TempDir dir;
+  const std::string a = dir.file("a.sqlite"), b = dir.file("b.sqlite");
+  GeneratedRun two = trial_run("run-two", 1 << 20, 1.0, 10'000'000);
+  GeneratedRun four = trial_run("run-four", 16 << 20, 1.0, 10'000'000);
+  four.world_size = 4;
+  autotune::test::write_generated_run(a, two);
+  autotune::test::write_generated_run(b, four);
+  TuneSession session;
+  session.add_traces({a});
+  session.add_traces({b});
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  REQUIRE(session.model().trials.size() == 1);
+  CHECK(session.model().trials[0].world_size == 2);
+  bool said = false;
+  for (const std::string& m : session.messages())
+    said |= m.find("ran 4 rank(s), the trials so far ran 2") != std::string::npos;
+  CHECK(said);
 }
