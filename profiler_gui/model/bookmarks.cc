@@ -75,22 +75,10 @@ Status BookmarkStore::load() {
   entries_.clear();
   load_error_.clear();
   if (path_.empty()) return Status::OK();
-  std::error_code ec;
-  const bool exists = fs::exists(path_, ec);
-  if (ec) {
-    load_error_ = path_ + ": cannot be read (" + ec.message() + ")";
-    return Status(StatusCode::kIoError, load_error_);
-  }
-  if (!exists) return Status::OK();
-  std::string text;
-  if (Status s = read_whole_file(path_, &text); !s.ok()) {
-    load_error_ = s.message();
+  json doc;
+  if (Status s = read_config_json(path_, "bookmarks", "bookmarks file", &load_error_, &doc);
+      !s.ok() || doc.is_null())
     return s;
-  }
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("bookmarks") ||
-      !doc["bookmarks"].is_array())
-    return Status(StatusCode::kCorrupt, path_ + ": not a bookmarks file; ignored");
   if (!doc.contains("trace") || !doc["trace"].is_string() ||
       doc["trace"].get<std::string>() != trace_key_)
     return Status(StatusCode::kCorrupt, path_ + ": bookmarks of another trace; ignored");

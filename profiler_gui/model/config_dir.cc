@@ -63,4 +63,28 @@ Status read_whole_file(const std::string& path, std::string* out) {
   return Status::OK();
 }
 
+Status read_config_json(const std::string& path, const char* list_key, const char* what,
+                        std::string* load_error, nlohmann::json* doc) {
+  *doc = nullptr;
+  load_error->clear();
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (ec) {
+    *load_error = path + ": cannot be read (" + ec.message() + ")";
+    return Status(StatusCode::kIoError, *load_error);
+  }
+  if (!exists) return Status::OK();
+  std::string text;
+  if (Status s = read_whole_file(path, &text); !s.ok()) {
+    *load_error = s.message();
+    return s;
+  }
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains(list_key) ||
+      !parsed[list_key].is_array())
+    return Status(StatusCode::kCorrupt, path + ": not a " + what + "; ignored");
+  *doc = std::move(parsed);
+  return Status::OK();
+}
+
 }  // namespace ringscope::view

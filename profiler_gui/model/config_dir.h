@@ -4,6 +4,7 @@
 // every such file uses to be written whole or not at all.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "ringscope/status.h"
@@ -21,5 +22,11 @@ bool viewer_config_dir_overridden();
 Status write_file_atomically(const std::string& path, const std::string& text);
 // Reads a whole file; kIoError when it cannot be read.
 Status read_whole_file(const std::string& path, std::string* out);
+// Reads one of these JSON files: an object whose `list_key` is an array.
+// OK with *doc null when the file does not exist; kIoError when it exists
+// but cannot be read (*load_error says why: the caller must not save over
+// it); kCorrupt "<path>: not a <what>; ignored" when it is something else.
+Status read_config_json(const std::string& path, const char* list_key, const char* what,
+                        std::string* load_error, nlohmann::json* doc);
 
 }  // namespace ringscope::view

@@ -43,22 +43,10 @@ Status RecentFiles::load() {
   entries_.clear();
   load_error_.clear();
   if (path_.empty()) return Status::OK();
-  std::error_code ec;
-  const bool exists = fs::exists(path_, ec);
-  if (ec) {
-    load_error_ = path_ + ": cannot be read (" + ec.message() + ")";
-    return Status(StatusCode::kIoError, load_error_);
-  }
-  if (!exists) return Status::OK();
-  std::string text;
-  if (Status s = read_whole_file(path_, &text); !s.ok()) {
-    load_error_ = s.message();
+  nlohmann::json doc;
+  if (Status s = read_config_json(path_, "recent", "recent-files list", &load_error_, &doc);
+      !s.ok() || doc.is_null())
     return s;
-  }
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("recent") ||
-      !doc["recent"].is_array())
-    return Status(StatusCode::kCorrupt, path_ + ": not a recent-files list; ignored");
   std::vector<RecentEntry> entries;
   for (const nlohmann::json& item : doc["recent"]) {
     if (!item.is_object() || !item.contains("inputs") || !item["inputs"].is_array())
