@@ -229,10 +229,8 @@ int run_window(const ViewerOptions& options) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  const std::string title =
-      "ringscope-view" + (options.traces.empty() ? std::string() : " - " + options.traces.front());
   GLFWwindow* window =
-      glfwCreateWindow(options.width, options.height, title.c_str(), nullptr, nullptr);
+      glfwCreateWindow(options.width, options.height, "ringscope-view", nullptr, nullptr);
   if (!window) {
     std::fprintf(stderr, "ringscope-view: no OpenGL 3.3 window\n");
     glfwTerminate();
@@ -252,8 +250,13 @@ int run_window(const ViewerOptions& options) {
     static_cast<Viewer*>(glfwGetWindowUserPointer(w))->open(std::move(inputs));
   });
 
-  // Loop.
+  // Loop. The title follows the trace shown (Open dialog, drag and drop).
+  std::string title;
   while (!glfwWindowShouldClose(window)) {
+    if (std::string now = viewer.window_title(); now != title) {
+      title = std::move(now);
+      glfwSetWindowTitle(window, title.c_str());
+    }
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();

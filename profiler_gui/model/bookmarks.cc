@@ -15,7 +15,6 @@
 #include "recent_files.h"
 
 namespace ringscope::view {
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {

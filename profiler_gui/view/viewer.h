@@ -28,6 +28,11 @@ class Viewer {
   // Why the trace could not be shown (load error or a bad --select); "" if fine.
   std::string problem() const;
   const FrameLayout& layout() const { return layout_; }
+  // "ringscope-view - <first input>" of the trace shown (changes with open()).
+  std::string window_title() const {
+    return "ringscope-view" +
+           (options_.traces.empty() ? std::string() : " - " + options_.traces.front());
+  }
   const ViewState& state() const { return state_; }
 
   // File handling (viewer_files.cc). open() replaces the trace and loads
