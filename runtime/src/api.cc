@@ -49,8 +49,8 @@ const char* thread_level_name(int level) {
 }
 
 // Creates the process runtime and starts tracing if asked.
-Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport,
-                     const Topology& topo, const Options& options) {
+Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport, const Topology& topo,
+                     const Options& options) {
   Status s = Runtime::create(std::move(transport), topo, options, &p.runtime);
   if (!s.ok() || options.trace_path.empty()) return s;
   s = p.runtime->start_trace(options.trace_path);
@@ -125,11 +125,19 @@ Status init(MPI_Comm comm, const Options& options) {
 
 void shutdown() {
   ProcessRuntime& p = process();
+  // Taken out under the lock and shut down without it: callbacks that run
+  // during the shutdown (on the background or GPU finalizer thread) may call
+  // the API, which then answers "not initialised" instead of deadlocking.
+  std::unique_ptr<Runtime> runtime;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    runtime = std::move(p.runtime);
+  }
+  if (!runtime) return;
+  runtime->shutdown();
+  runtime.reset();
   std::lock_guard<std::mutex> lock(p.mu);
-  if (!p.runtime) return;
-  p.runtime->shutdown();
-  p.runtime.reset();
-  if (p.we_initialized_mpi) {
+  if (p.we_initialized_mpi && !p.runtime) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();

@@ -51,6 +51,13 @@ TEST_CASE("Average uses ncclAvg on flat NCCL and 1/size in copy-out when hierarc
   ScalePlan hier = plan_scaling(ReduceOp::kAverage, 2.0, 0.5, 4, DeviceAllreduce::kHierarchical);
   CHECK(hier.nccl_op == ReduceOp::kSum);
   CHECK(hier.postscale == Approx(0.125));
+  // Integer Average sums and folds 1/n into the copy-out, as the CPU path does
+  // (postscale * (1.0 / n)), so integer results truncate the same way.
+  ScalePlan ints =
+      plan_scaling(ReduceOp::kAverage, 1.0, 2.0, 3, DeviceAllreduce::kNccl, DataType::kInt32);
+  CHECK(ints.nccl_op == ReduceOp::kSum);
+  CHECK(ints.postscale == 2.0 * (1.0 / 3.0));
+  CHECK(plan_unfused(ints).scale_out);
   ScalePlan mx = plan_scaling(ReduceOp::kMax, 1.0, 1.0, 4, DeviceAllreduce::kHierarchical);
   CHECK(mx.nccl_op == ReduceOp::kMax);
   CHECK(mx.postscale == 1.0);

@@ -48,8 +48,8 @@ __device__ __forceinline__ __nv_bfloat16 narrow<__nv_bfloat16, float>(float v) {
 template <typename T, typename C>
 __global__ void scaled_copy_kernel(CopyBatch batch, C scale) {
   const unsigned t = blockIdx.y;
-  const T* __restrict__ src = static_cast<const T*>(batch.src[t]);
-  T* __restrict__ dst = static_cast<T*>(batch.dst[t]);
+  const T* src = static_cast<const T*>(batch.src[t]);  // may equal dst (in place)
+  T* dst = static_cast<T*>(batch.dst[t]);
   const size_t n = batch.count[t];
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)

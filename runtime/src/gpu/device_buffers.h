@@ -49,7 +49,8 @@ class PinnedBuffer {
     if (data_) cudaFreeHost(data_);
   }
   uint8_t* data() { return static_cast<uint8_t*>(data_); }
-  // Only between collectives (nothing queued may still use it).
+  size_t size() const { return size_; }
+  // Only when nothing queued may still use it (the caller waits for the stream).
   cudaError_t reserve(size_t bytes) {
     if (bytes <= size_) return cudaSuccess;
     if (data_) cudaFreeHost(data_);

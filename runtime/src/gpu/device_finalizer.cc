@@ -2,6 +2,7 @@
 #include "device_finalizer.h"
 
 #include <chrono>
+#include <thread>
 
 #include "collective_context.h"
 #include "cuda_status.h"
@@ -104,7 +105,17 @@ void DeviceFinalizer::loop() {
           first = true;
         }
       }
-      if (first && abort_all_) abort_all_();
+      if (first) {
+        settle_until_ = Deadline::after(kSettleAfterFailureSeconds).at;  // one window for all
+        if (abort_all_) abort_all_();
+      }
+      // Aborted NCCL kernels exit, and the job's copy-out kernels behind them
+      // then run: the user must not get its buffers back before they did.
+      if (!settled(job))
+        failure = Status(failure.code(),
+                         failure.message() + " (the GPU was still writing this op's buffers " +
+                             format_seconds(kSettleAfterFailureSeconds) + " after the failure)",
+                         rank_);
       finish(job, failure);
       continue;
     }
@@ -147,6 +158,14 @@ Status DeviceFinalizer::wait_for(const DeviceJob& job) {
       nap = std::min(nap * 2, std::chrono::microseconds(200));
     }
   }
+}
+
+bool DeviceFinalizer::settled(const DeviceJob& job) {
+  while (cudaEventQuery(job.done) == cudaErrorNotReady) {
+    if (SteadyClock::now() >= settle_until_) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
 }
 
 bool DeviceFinalizer::refresh_anchor(Recorder* rec) {

@@ -85,6 +85,12 @@ class DeviceFinalizer {
   // Polls `job`'s last event; returns OK when done, or the failure.
   Status wait_for(const DeviceJob& job);
   void finish(DeviceJob& job, const Status& failure);
+  // After a failure: waits until the job's work has left the GPU, at most
+  // until kSettleAfterFailureSeconds after the first failure (one window
+  // shared by every failed job, so a wedged GPU cannot multiply it).
+  static constexpr double kSettleAfterFailureSeconds = 10.0;
+  bool settled(const DeviceJob& job);
+  SteadyClock::time_point settle_until_;  // finalizer thread only
   void record_spans(DeviceJob& job);
   bool refresh_anchor(Recorder* rec);
 

@@ -18,14 +18,16 @@ std::vector<std::vector<CopySpan>> batch_copies(const std::vector<CopySpan>& spa
 }
 
 ScalePlan plan_scaling(ReduceOp op, double prescale, double postscale, int world_size,
-                       DeviceAllreduce algorithm) {
+                       DeviceAllreduce algorithm, DataType dtype) {
   ScalePlan p;
   p.prescale = prescale;
   p.postscale = postscale;
   p.nccl_op = op;
-  if (op == ReduceOp::kAverage && algorithm == DeviceAllreduce::kHierarchical) {
+  const bool integer =
+      dtype == DataType::kUInt8 || dtype == DataType::kInt32 || dtype == DataType::kInt64;
+  if (op == ReduceOp::kAverage && (algorithm == DeviceAllreduce::kHierarchical || integer)) {
     p.nccl_op = ReduceOp::kSum;
-    p.postscale = postscale / static_cast<double>(world_size > 0 ? world_size : 1);
+    p.postscale = postscale * (1.0 / static_cast<double>(world_size > 0 ? world_size : 1));
   }
   return p;
 }

@@ -40,15 +40,19 @@ enum class DeviceAllreduce : int32_t {
 };
 
 // How an allreduce's scaling is carried out on the device. Flat NCCL uses
-// ncclAvg for Average; the hierarchical path sums everywhere and folds 1/size
-// into the copy-out scale (its cross-node step has no average).
+// ncclAvg for Average of floating-point tensors (NCCL scales each input by
+// 1/n in the element type, so the last bits can differ from the CPU path's
+// sum-then-scale). Integer Average, and the hierarchical path (its
+// cross-node step has no average), sum and fold 1/n into the copy-out scale
+// exactly as the CPU path does (postscale * (1.0 / n)), so integer results
+// truncate the same way.
 struct ScalePlan {
   ReduceOp nccl_op = ReduceOp::kSum;  // what NCCL (and the cross step) computes
   double prescale = 1.0;              // applied while copying in
   double postscale = 1.0;             // applied while copying out
 };
 ScalePlan plan_scaling(ReduceOp op, double prescale, double postscale, int world_size,
-                       DeviceAllreduce algorithm);
+                       DeviceAllreduce algorithm, DataType dtype = DataType::kFloat32);
 
 // Whether a single (unfused) flat allreduce needs the copy kernel before NCCL
 // (prescale), after it (postscale), or neither (NCCL runs input -> output).

@@ -5,8 +5,52 @@
 #include "cuda_status.h"
 #include "nccl_types.h"
 #include "ring_allreduce.h"
+#include "text_format.h"
+
+#include <chrono>
+#include <thread>
 
 namespace ringscope::gpu {
+
+namespace {
+
+// Waits for `event` with the op deadline, napping (the GPU may take a while)
+// and watching the node communicator for errors a dead peer causes.
+Status wait_for_event(const HierarchicalResources& r, cudaEvent_t event, const std::string& what) {
+  const Deadline limit = Deadline::after(r.timeout_seconds);
+  auto nap = std::chrono::microseconds(2);
+  for (uint64_t polls = 0;; ++polls) {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return Status::OK();
+    if (e != cudaErrorNotReady) return cuda_status(e, "waiting for " + what, r.world_rank);
+    if ((polls & 63) == 63) {
+      std::lock_guard<std::mutex> lock(*r.nccl_mu);
+      Status s = r.node->async_error();
+      if (!s.ok())
+        return Status(s.code(), "waiting for " + what + ": " + s.message(), r.world_rank);
+    }
+    if (limit.expired())
+      return Status(StatusCode::kTimeout,
+                    "waiting for " + what + " took more than " + format_seconds(r.timeout_seconds) +
+                        "; a rank on this node may have died or stopped",
+                    r.world_rank);
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(200));
+  }
+}
+
+Status wait_for_stream(const HierarchicalResources& r, const std::string& what) {
+  cudaEvent_t idle = nullptr;
+  cudaError_t e = cudaEventCreateWithFlags(&idle, cudaEventDisableTiming);
+  if (e != cudaSuccess) return cuda_status(e, "cudaEventCreate", r.world_rank);
+  e = cudaEventRecord(idle, r.stream);
+  Status s = e == cudaSuccess ? wait_for_event(r, idle, what)
+                              : cuda_status(e, "cudaEventRecord", r.world_rank);
+  cudaEventDestroy(idle);
+  return s;
+}
+
+}  // namespace
 
 Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
                               const HierarchicalLayout& layout, DataType dtype, ReduceOp op,
@@ -24,10 +68,13 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
   // One in-node NCCL step between two events, traced as `kind`.
   auto node_step = [&](EventKind kind, const char* what, auto&& call) {
     cudaEvent_t begin, end;
+    const int64_t enqueued = now();
     Status st = mark_event(r.events, r.stream, job, r.world_rank, &begin);
     if (!st.ok()) return st;
-    const int64_t enqueued = now();
-    st = r.node->settle(call(), what, deadline());
+    {
+      std::lock_guard<std::mutex> lock(*r.nccl_mu);
+      st = r.node->settle(r.node->aborted() ? ncclInvalidUsage : call(), what, deadline());
+    }
     if (!st.ok()) return st;
     st = mark_event(r.events, r.stream, job, r.world_rank, &end);
     if (!st.ok()) return st;
@@ -53,6 +100,12 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
 
   // 2. Across nodes, on the host.
   if (r.cross && r.cross->size() > 1 && shard_bytes > 0) {
+    // Growing the pinned buffer frees the old one, which an earlier op's
+    // copy back to the device may still read: wait for the stream first.
+    if (shard_bytes > r.host->size()) {
+      Status idle = wait_for_stream(r, "the stream to finish before growing the shard buffer");
+      if (!idle.ok()) return idle;
+    }
     cudaError_t e = r.host->reserve(shard_bytes);
     if (e != cudaSuccess)
       return cuda_status(e, "cudaMallocHost (hierarchical shard)", r.world_rank);
@@ -60,16 +113,8 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
     if (e != cudaSuccess) return cuda_status(e, "cudaMemcpyAsync (shard to host)", r.world_rank);
     cudaEvent_t on_host;
     if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &on_host)).ok()) return s;
-    const Deadline limit = deadline();
-    while ((e = cudaEventQuery(on_host)) == cudaErrorNotReady)
-      if (limit.expired())
-        return Status(StatusCode::kTimeout,
-                      "the node's reduce-scatter did not finish within " +
-                          std::to_string(r.timeout_seconds) +
-                          " s; a rank on this node may have died or stopped",
-                      r.world_rank);
-    if (e != cudaSuccess)
-      return cuda_status(e, "reduce-scatter before the cross-node step", r.world_rank);
+    s = wait_for_event(r, on_host, "the node's reduce-scatter before the cross-node step");
+    if (!s.ok()) return s;
     const int64_t cross_start = now();
     CollectiveContext ctx;
     ctx.transport = r.cross;

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+
 #include "device_buffers.h"
 #include "device_finalizer.h"
 #include "gpu_plan.h"
@@ -18,6 +20,7 @@
 namespace ringscope::gpu {
 
 struct HierarchicalResources {
+  std::mutex* nccl_mu = nullptr;     // held around each NCCL call (not the waits)
   NcclCommunicator* node = nullptr;  // the node's ranks
   Transport* cross = nullptr;        // same local rank on other nodes; null: one node
   cudaStream_t stream = nullptr;

@@ -86,7 +86,7 @@ class NcclCollectives : public DeviceCollectives {
     const DeviceAllreduce algorithm =
         node_ ? DeviceAllreduce::kHierarchical : DeviceAllreduce::kNccl;
     const ScalePlan scale =
-        plan_scaling(t.reduce, t.prescale, t.postscale, setup_.topology.size, algorithm);
+        plan_scaling(t.reduce, t.prescale, t.postscale, setup_.topology.size, algorithm, t.dtype);
     const int32_t seq = static_cast<int32_t>(first);
     const int32_t name_id = entries[first]->name_id;
     const int32_t members = static_cast<int32_t>(g.members.size());
@@ -95,8 +95,8 @@ class NcclCollectives : public DeviceCollectives {
       if ((s = wait_ready(*entries[m])).ok() == false) return s;
 
     cudaEvent_t begin, mark;
+    const int64_t enqueued = now(ctx);  // before the event: the device cannot start earlier
     if (!(s = mark_event(&events_, stream_, &job, rank(), &begin)).ok()) return s;
-    const int64_t enqueued = now(ctx);
     cudaEvent_t collective_begin = begin;
     const bool use_buffer = g.fused() || algorithm == DeviceAllreduce::kHierarchical;
     const HierarchicalLayout layout = plan_hierarchical(count, node_ ? node_->size() : 1);
@@ -142,9 +142,11 @@ class NcclCollectives : public DeviceCollectives {
     // The collective.
     const int64_t collective_enqueued = now(ctx);
     if (count > 0) {
-      std::lock_guard<std::mutex> lock(nccl_mu_);
       if (algorithm == DeviceAllreduce::kHierarchical) {
+        // Locks nccl_mu_ around each NCCL call itself: its host wait and the
+        // cross-node ring must not keep the finalizer from aborting.
         HierarchicalResources r;
+        r.nccl_mu = &nccl_mu_;
         r.node = node_.get();
         r.cross = setup_.cross;
         r.stream = stream_;
@@ -156,9 +158,12 @@ class NcclCollectives : public DeviceCollectives {
         s = hierarchical_allreduce(r, buffer, layout, t.dtype, t.reduce, ctx.recorder, seq, name_id,
                                    ctx.cycle, &job);
       } else {
-        s = world_->settle(ncclAllReduce(source, buffer, count, nccl_dtype(t.dtype),
-                                         nccl_op(scale.nccl_op), world_->get(), stream_),
-                           "ncclAllReduce", Deadline::after(setup_.timeout_seconds));
+        std::lock_guard<std::mutex> lock(nccl_mu_);
+        s = communicators_alive();
+        if (s.ok())
+          s = world_->settle(ncclAllReduce(source, buffer, count, nccl_dtype(t.dtype),
+                                           nccl_op(scale.nccl_op), world_->get(), stream_),
+                             "ncclAllReduce", Deadline::after(setup_.timeout_seconds));
       }
       if (!s.ok()) return s;
     }
@@ -219,10 +224,11 @@ class NcclCollectives : public DeviceCollectives {
     }
     if (!(s = wait_ready(*entry)).ok()) return s;
     cudaEvent_t begin, end;
-    if (!(s = mark_event(&events_, stream_, &job, me, &begin)).ok()) return s;
     const int64_t enqueued = now(ctx);
+    if (!(s = mark_event(&events_, stream_, &job, me, &begin)).ok()) return s;
     if (layout.total > 0) {
       std::lock_guard<std::mutex> lock(nccl_mu_);
+      if (!(s = communicators_alive()).ok()) return s;
       const Deadline deadline = Deadline::after(setup_.timeout_seconds);
       if (layout.equal_blocks) {
         s = world_->settle(
@@ -265,10 +271,11 @@ class NcclCollectives : public DeviceCollectives {
     DeviceJob job = new_job(ctx, "broadcast of '" + r.tensor.name + "'");
     if (!(s = wait_ready(*entry)).ok()) return s;
     cudaEvent_t begin, end;
-    if (!(s = mark_event(&events_, stream_, &job, rank(), &begin)).ok()) return s;
     const int64_t enqueued = now(ctx);
+    if (!(s = mark_event(&events_, stream_, &job, rank(), &begin)).ok()) return s;
     if (r.bytes() > 0) {
       std::lock_guard<std::mutex> lock(nccl_mu_);
+      if (!(s = communicators_alive()).ok()) return s;
       s = world_->settle(ncclBroadcast(entry->output, entry->output, r.bytes(), ncclUint8,
                                        r.tensor.root, world_->get(), stream_),
                          "ncclBroadcast", Deadline::after(setup_.timeout_seconds));
@@ -288,6 +295,8 @@ class NcclCollectives : public DeviceCollectives {
     if (finalizer_) finalizer_->stop(timeout_seconds, reason);
     finalizer_.reset();
     if (stream_) {
+      int caller_device = -1;  // shutdown runs on a user thread: leave its device as it was
+      cudaGetDevice(&caller_device);
       cudaSetDevice(setup_.cuda_ordinal);
       {
         std::lock_guard<std::mutex> lock(nccl_mu_);
@@ -300,6 +309,7 @@ class NcclCollectives : public DeviceCollectives {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       cudaStreamDestroy(stream_);
       stream_ = nullptr;
+      if (caller_device >= 0) cudaSetDevice(caller_device);
     }
   }
 
@@ -315,6 +325,16 @@ class NcclCollectives : public DeviceCollectives {
     if (!b.ok()) return b;
     cudaError_t e = cudaSetDevice(setup_.cuda_ordinal);
     return cuda_status(e, "cudaSetDevice", rank());
+  }
+
+  // Under nccl_mu_: the finalizer may have aborted the communicators since
+  // usable() was checked; an aborted communicator must not be called.
+  Status communicators_alive() const {
+    if ((world_ && world_->aborted()) || (node_ && node_->aborted()))
+      return Status(StatusCode::kPeerFailure,
+                    "the NCCL communicators were aborted after an earlier device op failed",
+                    rank());
+    return Status::OK();
   }
 
   Status async_error() {

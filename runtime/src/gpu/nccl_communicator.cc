@@ -53,8 +53,11 @@ Status NcclCommunicator::create(const ncclUniqueId& id, int nranks, int rank, in
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclResult_t r = ncclCommInitRankConfig(&c->comm_, nranks, id, rank, &config);
-  if (r != ncclSuccess && r != ncclInProgress)
-    return nccl_status(r, "ncclCommInitRankConfig (" + name + ")", world_rank);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    Status s = nccl_status(r, "ncclCommInitRankConfig (" + name + ")", world_rank);
+    c->abort();  // frees a communicator NCCL allocated before failing
+    return s;
+  }
   Status s = wait_in_progress(c->comm_, "joining the NCCL communicator (" + name + ")", world_rank,
                               deadline);
   if (!s.ok()) {
@@ -80,6 +83,9 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 Status NcclCommunicator::settle(ncclResult_t result, const std::string& what, Deadline deadline) {
+  if (aborted_)
+    return Status(StatusCode::kPeerFailure, what + ": the NCCL communicator was aborted",
+                  world_rank_);
   if (result == ncclSuccess) return Status::OK();
   if (result != ncclInProgress) return nccl_status(result, what, world_rank_);
   return wait_in_progress(comm_, what, world_rank_, deadline);
@@ -145,19 +151,25 @@ Status bootstrap_node(Transport* world, int local_rank, int local_size, Deadline
   Status s = world->gather_to_root(encode_node_records({mine}), &all, deadline);
   if (!s.ok()) return s;
   std::vector<uint8_t> table;
+  Status decoded;
   if (world->rank() == 0) {
     std::vector<NodeIdRecord> records;
     for (const std::vector<uint8_t>& one : all) {
       std::vector<NodeIdRecord> r;
-      s = decode_node_records(one, &r);
-      if (!s.ok()) return s;
+      decoded = decode_node_records(one, &r);
+      if (!decoded.ok()) break;
       records.insert(records.end(), r.begin(), r.end());
     }
-    table = encode_node_records(records);
+    // On failure an empty table tells the others at once (no id for them).
+    if (decoded.ok()) table = encode_node_records(records);
   }
   s = world->broadcast_from_root(&table, deadline);
   if (!s.ok()) return s;
+  if (!decoded.ok()) return decoded;
   if (!made.ok()) return made;
+  if (table.empty())
+    return Status(StatusCode::kPeerFailure, "rank 0 could not build the NCCL node-id table",
+                  world->rank(), 0);
   std::vector<NodeIdRecord> records;
   s = decode_node_records(table, &records);
   if (!s.ok()) return s;

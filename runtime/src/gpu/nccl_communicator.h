@@ -34,6 +34,8 @@ class NcclCommunicator {
   Status async_error();
   // Tears the communicator down without waiting for peers (after a timeout).
   void abort();
+  // True once abort() ran: no NCCL call may use it any more.
+  bool aborted() const { return aborted_; }
 
  private:
   NcclCommunicator() = default;
