@@ -41,6 +41,10 @@ printf '%-28s %12s samples/s\n' "defaults (runs/digits)" "${b:-?}" "tuned (runs/
 if [[ -n "$b" && -n "$a" && "$b" -gt 0 ]]; then
   awk -v a="$a" -v b="$b" 'BEGIN { printf "tuned / defaults: %.2fx  (one run each; this machine is noisy, see docs/autotune.md)\n", a / b }'
 fi
+# The defaults are 128 MiB, 1 ms, cache on (docs/configuration.md).
+if python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["settings"]; sys.exit(0 if (s["fusion_threshold_bytes"], s["cycle_time_ms"], s["cache_enabled"]) == (134217728, 1.0, True) else 1)' runs/tuned.json; then
+  echo "the tuner kept the defaults (it predicted nothing better for this workload): the difference above is run-to-run noise"
+fi
 "$rs" tune "$before" "$after" | tail -n 6
 
 echo
