@@ -1,5 +1,6 @@
-// Shared by the headless render tests (test_render*.cc): a screenshot loaded
-// as RGBA pixels (stb_image) and the pixel queries the tests make on it.
+// Shared by the headless render tests (test_render*.cc): running
+// ringscope-view, a screenshot loaded as RGBA pixels (stb_image) and the
+// pixel queries the tests make on it.
 // RINGSCOPE_VIEWER_TEST_SHOTS=DIR keeps a copy of every screenshot loaded.
 #pragma once
 
@@ -13,9 +14,25 @@
 #include <string>
 #include <vector>
 
+#include "autotune_test_util.h"
 #include "stb_image.h"
 
 namespace ringscope::test {
+
+// One run of ringscope-view (RINGSCOPE_VIEW_BIN): exit code (-1: killed by a
+// signal) and its output, stderr included.
+struct ViewerRun {
+  int exit_code = -1;
+  std::string output;
+};
+// `env` ("VAR=value ..." or "-u VAR ...") goes to env(1) before the viewer.
+inline ViewerRun run_viewer(const std::string& args, const std::string& env = "") {
+  ViewerRun run;
+  run.exit_code = autotune::test::run_command(
+      (env.empty() ? std::string() : "env " + env + " ") + RINGSCOPE_VIEW_BIN + " " + args,
+      &run.output);
+  return run;
+}
 
 struct Image {
   int w = 0, h = 0;

@@ -23,23 +23,8 @@ using test::load_png;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;  // -1: killed by a signal
-  std::string output;
-};
-
-Run run_viewer(const std::string& args) {
-  const std::string command = std::string(RINGSCOPE_VIEW_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run run;
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) run.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using Run = test::ViewerRun;
+using test::run_viewer;
 
 struct Band {
   int rank;

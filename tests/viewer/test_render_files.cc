@@ -26,25 +26,8 @@ using ringscope::test::load_png;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs ringscope-view with `env` (VAR=value ... or "env -u VAR ...") before it.
-Run run_viewer(const std::string& env, const std::string& args) {
-  const std::string command =
-      "env " + env + " " + std::string(RINGSCOPE_VIEW_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run run;
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) run.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using Run = ringscope::test::ViewerRun;
+using ringscope::test::run_viewer;
 
 struct Layout {
   int dialog_entries = -2, dialog_recent = -1, dialog_missing = -1, bookmarks = -2, bands = 0;
@@ -111,8 +94,9 @@ TEST_CASE("the Open dialog is drawn with the directory and the recent files", "[
   const std::string env = "RINGSCOPE_VIEW_CONFIG_DIR=" + cfg;
 
   // No trace: the welcome screen with the dialog over it.
-  Run run = run_viewer(env, "--screenshot " + png + " --size 1280x800 --open-dialog " +
-                                dir.file("traces") + " --layout-out " + layout_path);
+  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --open-dialog " +
+                           dir.file("traces") + " --layout-out " + layout_path,
+                       env);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   Layout layout = read_layout(layout_path);
@@ -131,8 +115,9 @@ TEST_CASE("the Open dialog is drawn with the directory and the recent files", "[
 
   // Over a loaded trace; loading it records it first in the recent list.
   const std::string other = write_run(dir.file("other.sqlite"));
-  run = run_viewer(env, "--screenshot " + png + " --size 1280x800 --open-dialog " +
-                            dir.file("traces/sub") + " --layout-out " + layout_path + " " + other);
+  run = run_viewer("--screenshot " + png + " --size 1280x800 --open-dialog " +
+                       dir.file("traces/sub") + " --layout-out " + layout_path + " " + other,
+                   env);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   layout = read_layout(layout_path);
@@ -147,7 +132,7 @@ TEST_CASE("the Open dialog is drawn with the directory and the recent files", "[
 
   // A corrupt recent.json: a warning, the window still comes up, the list is rewritten.
   std::ofstream(cfg + "/recent.json") << "{ corrupt";
-  run = run_viewer(env, "--screenshot " + png + " --layout-out " + layout_path + " " + trace);
+  run = run_viewer("--screenshot " + png + " --layout-out " + layout_path + " " + trace, env);
   INFO(run.output);
   CHECK(run.exit_code == 0);
   CHECK(run.output.find("warning") != std::string::npos);
@@ -159,8 +144,8 @@ TEST_CASE("the Open dialog is drawn with the directory and the recent files", "[
 TEST_CASE("headless runs leave the user's recent list alone", "[render][open]") {
   test::TempDir dir;
   const std::string trace = write_run(dir.file("run.sqlite"));
-  const Run run = run_viewer("-u RINGSCOPE_VIEW_CONFIG_DIR -u XDG_CONFIG_HOME HOME=" + dir.path(),
-                             "--screenshot " + dir.file("a.png") + " " + trace);
+  const Run run = run_viewer("--screenshot " + dir.file("a.png") + " " + trace,
+                             "-u RINGSCOPE_VIEW_CONFIG_DIR -u XDG_CONFIG_HOME HOME=" + dir.path());
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   CHECK_FALSE(std::filesystem::exists(dir.file(".config/ringscope/recent.json")));
@@ -188,8 +173,9 @@ TEST_CASE("bookmark flag: opens at a stored bookmark, the panel lists them",
   const std::string env = "RINGSCOPE_VIEW_CONFIG_DIR=" + cfg;
   const std::string png = dir.file("bm.png"), layout_path = dir.file("layout.txt");
 
-  Run run = run_viewer(env, "--screenshot " + png + " --size 1280x800 --bookmark 'cycle 2' " +
-                                "--panel bookmarks --layout-out " + layout_path + " " + trace);
+  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --bookmark 'cycle 2' " +
+                           "--panel bookmarks --layout-out " + layout_path + " " + trace,
+                       env);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   Layout layout = read_layout(layout_path);
@@ -201,7 +187,7 @@ TEST_CASE("bookmark flag: opens at a stored bookmark, the panel lists them",
   CHECK(img.count_if(0, 0, float(img.w), float(img.h), highlight) > 50);  // its collective
 
   run = run_viewer(
-      env, "--screenshot " + png + " --bookmark later --layout-out " + layout_path + " " + trace);
+      "--screenshot " + png + " --bookmark later --layout-out " + layout_path + " " + trace, env);
   REQUIRE(run.exit_code == 0);
   layout = read_layout(layout_path);
   CHECK(layout.view_begin == 30'000'000);
@@ -210,7 +196,7 @@ TEST_CASE("bookmark flag: opens at a stored bookmark, the panel lists them",
   CHECK(img.count_if(0, 0, float(img.w), float(img.h), highlight) == 0);  // nothing selected
 
   // An unknown bookmark: exit 1 naming it.
-  run = run_viewer(env, "--screenshot " + png + " --bookmark nope " + trace);
+  run = run_viewer("--screenshot " + png + " --bookmark nope " + trace, env);
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("nope") != std::string::npos);
 }
@@ -227,9 +213,9 @@ TEST_CASE("opening another trace replaces the one shown", "[render][open]") {
   // Per-rank files of B one by one, as several dropped files arrive.
   std::string then_open;
   for (const std::string& f : b) then_open += " --then-open " + f;
-  Run run = run_viewer("RINGSCOPE_VIEW_CONFIG_DIR=" + cfg,
-                       "--screenshot " + png + " --size 1280x800 --range 1ms:2ms --layout-out " +
-                           layout_path + then_open + " " + a);
+  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --range 1ms:2ms --layout-out " +
+                           layout_path + then_open + " " + a,
+                       "RINGSCOPE_VIEW_CONFIG_DIR=" + cfg);
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   const Layout layout = read_layout(layout_path);
@@ -243,9 +229,9 @@ TEST_CASE("opening another trace replaces the one shown", "[render][open]") {
   CHECK(recent.entries()[1].inputs == std::vector<std::string>{a});
 
   // A trace that cannot be opened replaces it with the error screen.
-  run = run_viewer("RINGSCOPE_VIEW_CONFIG_DIR=" + cfg, "--screenshot " + png + " --layout-out " +
-                                                           layout_path + " --then-open " +
-                                                           dir.file("missing.sqlite") + " " + a);
+  run = run_viewer("--screenshot " + png + " --layout-out " + layout_path + " --then-open " +
+                       dir.file("missing.sqlite") + " " + a,
+                   "RINGSCOPE_VIEW_CONFIG_DIR=" + cfg);
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("missing.sqlite") != std::string::npos);
   CHECK(read_layout(layout_path).bands == 0);

@@ -80,14 +80,11 @@ TEST_CASE("tune panel: trials table, scatter points where the settings say, heat
   for (const GeneratedRun& r : runs)
     autotune::test::write_generated_run(dir.file("trials/" + r.run_id + ".sqlite"), r);
   const std::string png = dir.file("tune.png"), layout = dir.file("layout.txt");
-  std::string output;
-  const int code = autotune::test::run_command(
-      std::string(RINGSCOPE_VIEW_BIN) + " --screenshot " + png +
-          " --size 1600x900 --panel tune --layout-out " + layout + " --tune-trials " +
-          dir.file("trials") + " " + dir.file("trials/a.sqlite"),
-      &output);
-  INFO(output);
-  REQUIRE(code == 0);
+  const test::ViewerRun run = test::run_viewer(
+      "--screenshot " + png + " --size 1600x900 --panel tune --layout-out " + layout +
+      " --tune-trials " + dir.file("trials") + " " + dir.file("trials/a.sqlite"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
   const Image img = load_png(png);
   const TuneRecord rec = read_record(layout);
   CHECK(rec.panel == "tune");
@@ -144,13 +141,11 @@ TEST_CASE("tune panel without usable trials draws and exits cleanly", "[render][
   r.steps = 3;
   autotune::test::write_generated_run(dir.file("short.sqlite"), r);
   const std::string png = dir.file("tune.png"), layout = dir.file("layout.txt");
-  std::string output;
-  const int code = autotune::test::run_command(
-      std::string(RINGSCOPE_VIEW_BIN) + " --screenshot " + png + " --panel tune --layout-out " +
-          layout + " --tune-trials " + dir.file("missing") + " " + dir.file("short.sqlite"),
-      &output);
-  INFO(output);
-  CHECK(code == 0);
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + png + " --panel tune --layout-out " + layout +
+                       " --tune-trials " + dir.file("missing") + " " + dir.file("short.sqlite"));
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
   const TuneRecord rec = read_record(layout);
   CHECK(rec.panel == "tune");
   CHECK(rec.trials == 0);
