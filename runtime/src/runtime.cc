@@ -1,5 +1,8 @@
 // Runtime: the background loop and per-cycle negotiation (see runtime.h for
-// the state machine). Execution itself is in response_executor.cc.
+// the state machine). Execution itself is in response_executor.cc; the IDLE
+// state (cycle timing, doorbells) in runtime_idle.cc; settings in
+// runtime_settings.cc; tracing and autotuning in runtime_trace.cc and
+// runtime_autotune.cc.
 #include "runtime.h"
 
 #include <sys/prctl.h>
@@ -10,7 +13,6 @@
 #include <thread>
 
 #include "control_vector.h"
-#include "cycle_timing.h"  // kIdlePeriod, kBurstQuiet, kDoorbellPoll
 #include "gpu_plan.h"
 #include "text_format.h"
 
@@ -121,22 +123,6 @@ Status Runtime::check_device(const Request& r) {
   return Status::OK();
 }
 
-Status Runtime::propose_settings(const Settings& s) {
-  if (s.fusion_threshold_bytes < 0 || !(s.cycle_time_ms >= 0) || s.cycle_time_ms > 10000)
-    return Status(StatusCode::kInvalidArgument,
-                  "settings out of range: fusion threshold must be >= 0 bytes and cycle time "
-                  "within [0, 10000] ms");
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  proposed_ = s;
-  if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
-  return Status::OK();
-}
-
-Settings Runtime::settings() const {
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  return settings_;
-}
-
 Runtime::Counters Runtime::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
   return counters_;
@@ -191,65 +177,6 @@ void Runtime::loop() {
   }
   fail_all(final_status);
   loop_exited_.store(true);
-}
-
-void Runtime::wait_for_next_cycle() {
-  const bool idle = pending_.empty();
-  auto period = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double, std::milli>(settings().cycle_time_ms));
-  if (idle) period = std::max<SteadyClock::duration>(period, kIdlePeriod);
-  // The period counts from the moment the ranks agreed (the end of the
-  // control allreduce, nearly simultaneous everywhere), not from this rank's
-  // own start: otherwise a phase offset between ranks persists and every
-  // cycle waits for the latest rank.
-  const auto until = last_agreed_ + period;
-  while (!shutdown_requested_.load()) {
-    if (doorbell_rang()) return;
-    const auto now = SteadyClock::now();
-    if (now >= until) return;
-    const auto nap_until = std::min(until, now + kDoorbellPoll);
-    auto r = queue_.wait(nap_until, /*wake_on_work=*/idle, std::min(kBurstQuiet, period));
-    if (r == TensorQueue::WaitResult::kWork) {
-      ring_doorbell();
-      return;
-    }
-  }
-}
-
-bool Runtime::doorbell_rang() {
-  const int n = topo_.size;
-  if (n == 1) return false;
-  if (doorbell_recvs_.empty()) {
-    doorbell_in_.assign(n, 0);
-    for (int peer = 0; peer < n; ++peer)
-      doorbell_recvs_.push_back(
-          peer == topo_.rank ? nullptr
-                             : transport_->irecv(peer, &doorbell_in_[peer], 1, kTagDoorbell));
-  }
-  bool rang = false;
-  for (int peer = 0; peer < n; ++peer) {
-    if (!doorbell_recvs_[peer]) continue;
-    Status s;
-    if (doorbell_recvs_[peer]->test(&s)) {
-      rang = true;  // re-arm for the next ring
-      doorbell_recvs_[peer] = transport_->irecv(peer, &doorbell_in_[peer], 1, kTagDoorbell);
-    }
-  }
-  // Forget finished doorbell sends.
-  doorbell_sends_.erase(std::remove_if(doorbell_sends_.begin(), doorbell_sends_.end(),
-                                       [](PendingOpPtr& op) {
-                                         Status s;
-                                         return op->test(&s);
-                                       }),
-                        doorbell_sends_.end());
-  return rang;
-}
-
-void Runtime::ring_doorbell() {
-  static const uint8_t kRing = 1;
-  for (int peer = 0; peer < topo_.size; ++peer)
-    if (peer != topo_.rank)
-      doorbell_sends_.push_back(transport_->isend(peer, &kRing, 1, kTagDoorbell));
 }
 
 bool Runtime::stall_check_due(SteadyClock::time_point now) const {
@@ -544,31 +471,6 @@ void Runtime::fail_all(const Status& status) {
   for (auto& [name, e] : pending_)
     if (e.done) e.done(status);
   pending_.clear();
-}
-
-void Runtime::apply_settings(const Settings& agreed, bool at_cycle_end) {
-  Settings old = settings();
-  Settings next = old;
-  if (!at_cycle_end) {
-    // Fusion threshold and cycle time apply to this cycle's execution.
-    next.fusion_threshold_bytes = agreed.fusion_threshold_bytes;
-    next.cycle_time_ms = agreed.cycle_time_ms;
-  } else {
-    // The cache switches after this cycle's responses touched it.
-    next.cache_enabled = agreed.cache_enabled && cache_.capacity() > 0;
-    if (!next.cache_enabled && old.cache_enabled) cache_.clear();
-  }
-  if (next.fusion_threshold_bytes != old.fusion_threshold_bytes)
-    record_instant(EventKind::kSettings, -1, next.fusion_threshold_bytes,
-                   static_cast<int32_t>(SettingKey::kFusionThresholdBytes));
-  if (next.cycle_time_ms != old.cycle_time_ms)
-    record_instant(EventKind::kSettings, -1, std::llround(next.cycle_time_ms * 1e6),
-                   static_cast<int32_t>(SettingKey::kCycleTimeNs));
-  if (next.cache_enabled != old.cache_enabled)
-    record_instant(EventKind::kSettings, -1, next.cache_enabled ? 1 : 0,
-                   static_cast<int32_t>(SettingKey::kCacheEnabled));
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  settings_ = next;
 }
 
 }  // namespace ringscope
