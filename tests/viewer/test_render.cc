@@ -3,7 +3,6 @@
 // with its label, the selected collective's highlight in every band, the
 // straggler (rank 2) marked only in its own band, the stragglers panel drawn;
 // and a corrupt file exits non-zero with a message instead of crashing.
-#include <sys/wait.h>
 
 #include <array>
 #include <catch2/catch.hpp>

@@ -5,7 +5,6 @@
 // bookmark (range and selection) with the Bookmarks panel listing it;
 // opening another trace in place of the shown one (--then-open, the path the
 // Open dialog and drag and drop take).
-#include <sys/wait.h>
 
 #include <array>
 #include <catch2/catch.hpp>
