@@ -4,12 +4,15 @@
 // 64 memcpys), and the per-op overhead of ringscope's device pipeline
 // (negotiation, enqueue, finalizer) against a bare ncclAllReduce plus stream
 // synchronisation at np=1 (one rank in process: no MPI needed on the GPU
-// machine). Prints a table; --json FILE writes the numbers.
+// machine), and a burst of small tensors fused by ringscope against one
+// ncclAllReduce per tensor and against one call for the total. Prints
+// tables; --json FILE writes the numbers. RINGSCOPE_TRACE traces the run.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -163,6 +166,57 @@ int main(int argc, char** argv) {
     lat.push_back({bytes, median(ours) * 1e6, median(bare) * 1e6});
     cudaFree(buf);
   }
+  // A burst of small tensors, as a training step hands them over: ringscope
+  // fuses them into one NCCL call; the peers are one ncclAllReduce per tensor
+  // and one ncclAllReduce of the total (the floor fusion can reach).
+  struct Burst {
+    int tensors;
+    size_t each;
+    double ours_us, per_tensor_nccl_us, one_nccl_us;
+  };
+  std::vector<Burst> bursts;
+  for (const auto& [k, each] : {std::pair<int, size_t>{200, 16 << 10}, {64, 1 << 20}}) {
+    void* buf;
+    must(cudaMalloc(&buf, each * k), "cudaMalloc");
+    auto at = [&](int i) { return static_cast<char*>(buf) + static_cast<size_t>(i) * each; };
+    std::vector<double> ours, per_tensor, one;
+    for (int rep = 0; rep < 35; ++rep) {
+      std::vector<std::promise<Status>> done(k);
+      double t0 = now_s();
+      for (int i = 0; i < k; ++i) {
+        Status s = allreduce_async(
+            "burst." + std::to_string(i), DataType::kFloat32, {static_cast<int64_t>(each / 4)},
+            at(i), at(i), ReduceOp::kSum, [&done, i](const Status& st) { done[i].set_value(st); },
+            1.0, 1.0, Device::cuda(0));
+        if (!s.ok()) {
+          std::fprintf(stderr, "gpu_bench: %s\n", s.to_string().c_str());
+          return 5;
+        }
+      }
+      for (auto& d : done) {
+        Status s = d.get_future().get();
+        if (!s.ok()) {
+          std::fprintf(stderr, "gpu_bench: %s\n", s.to_string().c_str());
+          return 5;
+        }
+      }
+      double t1 = now_s();
+      for (int i = 0; i < k; ++i)
+        ncclAllReduce(at(i), at(i), each / 4, ncclFloat32, ncclSum, comm, stream);
+      cudaStreamSynchronize(stream);
+      double t2 = now_s();
+      ncclAllReduce(buf, buf, each * k / 4, ncclFloat32, ncclSum, comm, stream);
+      cudaStreamSynchronize(stream);
+      double t3 = now_s();
+      if (rep >= 5) {
+        ours.push_back(t1 - t0);
+        per_tensor.push_back(t2 - t1);
+        one.push_back(t3 - t2);
+      }
+    }
+    bursts.push_back({k, each, median(ours) * 1e6, median(per_tensor) * 1e6, median(one) * 1e6});
+    cudaFree(buf);
+  }
   ncclCommDestroy(comm);
   shutdown();
 
@@ -176,6 +230,11 @@ int main(int argc, char** argv) {
   for (const Latency& l : lat)
     std::printf("%-12zu %16.1f %16.1f %12.1f\n", l.bytes, l.ours_us, l.nccl_us,
                 l.ours_us - l.nccl_us);
+  std::printf("\n%-18s %14s %20s %18s\n", "burst", "ringscope us", "NCCL per tensor us",
+              "one NCCL call us");
+  for (const Burst& b : bursts)
+    std::printf("%4d x %-11zu %14.1f %20.1f %18.1f\n", b.tensors, b.each, b.ours_us,
+                b.per_tensor_nccl_us, b.one_nccl_us);
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 6;
@@ -189,6 +248,13 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < lat.size(); ++i)
       std::fprintf(f, "%s{\"bytes\": %zu, \"ringscope_us\": %.2f, \"bare_nccl_us\": %.2f}",
                    i ? ", " : "", lat[i].bytes, lat[i].ours_us, lat[i].nccl_us);
+    std::fprintf(f, "], \"bursts\": [");
+    for (size_t i = 0; i < bursts.size(); ++i)
+      std::fprintf(f,
+                   "%s{\"tensors\": %d, \"bytes_each\": %zu, \"ringscope_us\": %.2f, "
+                   "\"nccl_per_tensor_us\": %.2f, \"one_nccl_call_us\": %.2f}",
+                   i ? ", " : "", bursts[i].tensors, bursts[i].each, bursts[i].ours_us,
+                   bursts[i].per_tensor_nccl_us, bursts[i].one_nccl_us);
     std::fprintf(f, "]}\n");
     std::fclose(f);
   }

@@ -15,8 +15,10 @@
 #
 # With the session's device tool: `pack` here, then run
 #   bash tests/gpu/run_on_device.sh run      with carry [".device-pack"]
-# Logs and gpu_bench.json go to $OUT (default: <build or pack>/out).
-# Env: BUILD=build (pack) or build-gpu (build), JOBS=$(nproc).
+# Logs, gpu_bench.json and a trace (gpu-trace.rank0.sqlite) go to $OUT
+# (default: <build or pack>/out).
+# Env: BUILD=build (pack) or build-gpu (build), JOBS=$(nproc), LIMIT=300 (seconds
+# per program).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-build}
@@ -25,22 +27,30 @@ JOBS=${JOBS:-$(nproc)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TARGETS=(gpu_tests gpu_bench unit_tests)
 
-# Runs the three programs in `bin`, logging to $OUT; returns non-zero on failure.
+# Runs the three programs in `bin`, each under a time limit (LIMIT seconds,
+# default 300), logging to $OUT; returns non-zero on failure. The benchmark
+# runs twice, untraced for the numbers and traced (RINGSCOPE_TRACE) for the
+# trace overhead and a trace of device spans to open in the viewer.
 run_programs() {
-  local bin=$1 status=0
-  command -v nvidia-smi >/dev/null && nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.txt" || true
-  "$bin/unit_tests" "[gpu]" 2>&1 | tee "$OUT/unit-gpu.log" || status=1
+  local bin=$1 status=0 limit=${LIMIT:-300}
+  command -v nvidia-smi >/dev/null && nvidia-smi 2>&1 | tee -a "$OUT/env.txt" || true
+  timeout "$limit" "$bin/unit_tests" "[gpu]" 2>&1 | tee "$OUT/unit-gpu.log" || status=1
   set +e
-  "$bin/gpu_tests" 2>&1 | tee "$OUT/gpu-tests.log"
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} timeout "$limit" "$bin/gpu_tests" --durations yes 2>&1 |
+    tee "$OUT/gpu-tests.log"
   local rc=${PIPESTATUS[0]}
   set -e
   if ((rc == 77)); then
     echo "run_on_device: the GPU tests were skipped: no usable CUDA device" | tee -a "$OUT/gpu-tests.log"
     status=1
   elif ((rc != 0)); then
+    echo "run_on_device: gpu_tests exited $rc" | tee -a "$OUT/gpu-tests.log"
     status=1
   fi
-  "$bin/gpu_bench" --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt" || status=1
+  timeout "$limit" "$bin/gpu_bench" --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt" ||
+    status=1
+  RINGSCOPE_TRACE="$OUT/gpu-trace.sqlite" timeout "$limit" "$bin/gpu_bench" 2>&1 |
+    tee "$OUT/gpu_bench_traced.txt" || status=1
   echo "run_on_device: status $status; results in $OUT"
   return $status
 }
@@ -91,6 +101,10 @@ case "$mode" in
       $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null); do
       if [[ -e "$d/libnccl.so.2" ]]; then nccl_dir=$d; break; fi
     done
+    if [[ -z "$nccl_dir" ]]; then  # anywhere else it may be installed
+      found=$(find /usr /opt -name 'libnccl.so.2*' -print -quit 2>/dev/null || true)
+      [[ -n "$found" ]] && nccl_dir=$(dirname "$found")
+    fi
     [[ -n "$nccl_dir" ]] || { echo "run_on_device: libnccl.so.2 not found" >&2; exit 2; }
     echo "NCCL from $nccl_dir" | tee "$OUT/env.txt"
     export LD_LIBRARY_PATH="$PWD/$PACK/lib:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -8,14 +8,19 @@
 // Scope: one rank (NCCL refuses two on one GPU), so these do not exercise
 // the allgatherv broadcasts (blocks are equal), the hierarchical shards
 // (local size 1), the cross-node step, ncclAvg's division, a root other
-// than 0, or the timeout / abort paths; the CPU-side [gpu] unit tests cover
-// their planning, and a multi-GPU machine is needed for the rest.
+// than 0, or a peer's failure; the CPU-side [gpu] unit tests cover their
+// planning, and a multi-GPU machine is needed for the rest. The deadline and
+// abort path is exercised with an input whose ready event never fires.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <random>
+#include <thread>
 
 #include "api_internal.h"
 #include "ringscope/ringscope.h"
@@ -97,6 +102,31 @@ std::vector<uint8_t> make_values(DataType dtype, size_t count, uint32_t seed) {
   return out;
 }
 
+// "" when equal, else how many elements differ and the first one, so that a
+// failure prints a line instead of megabytes of expansion.
+std::string first_difference(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want,
+                             size_t element_size) {
+  if (got.size() != want.size())
+    return "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+  size_t differing = 0, first = 0;
+  for (size_t i = 0; i < got.size(); i += element_size)
+    if (std::memcmp(got.data() + i, want.data() + i, element_size) != 0)
+      if (differing++ == 0) first = i / element_size;
+  if (differing == 0) return "";
+  auto hex = [&](const std::vector<uint8_t>& v) {
+    std::string out;
+    char b[3];
+    for (size_t k = 0; k < element_size; ++k) {
+      std::snprintf(b, sizeof b, "%02x", v[first * element_size + element_size - 1 - k]);
+      out += b;
+    }
+    return out;
+  };
+  return std::to_string(differing) + " of " + std::to_string(got.size() / element_size) +
+         " elements differ; first at " + std::to_string(first) + ": got 0x" + hex(got) +
+         ", want 0x" + hex(want);
+}
+
 std::vector<uint8_t> to_host(const void* device, size_t bytes) {
   std::vector<uint8_t> out(bytes);
   if (bytes) REQUIRE(cudaMemcpy(out.data(), device, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -123,12 +153,13 @@ std::vector<uint8_t> host_reference(const std::string& name, DataType dtype, siz
 }
 
 struct Runtime {
-  explicit Runtime(bool hierarchical = false, const std::string& trace = "") {
+  explicit Runtime(bool hierarchical = false, const std::string& trace = "",
+                   double op_timeout_seconds = 120) {
     Options o;
     REQUIRE(Options::from_env(&o).ok());
     o.hierarchical_allreduce = hierarchical;
     o.trace_path = trace;
-    o.op_timeout_seconds = 120;
+    o.op_timeout_seconds = op_timeout_seconds;
     REQUIRE(init_single_rank(o).ok());
   }
   ~Runtime() { shutdown(); }
@@ -150,7 +181,9 @@ void check_one_allreduce(DataType dtype, ReduceOp op, size_t count, double pre, 
   REQUIRE(allreduce(name, dtype, {static_cast<int64_t>(count)}, in.ptr, out.ptr, op, pre, post,
                     Device::cuda(0))
               .ok());
-  CHECK(to_host(out.ptr, bytes) == host_reference(name, dtype, count, input, op, pre, post));
+  CHECK(first_difference(to_host(out.ptr, bytes),
+                         host_reference(name, dtype, count, input, op, pre, post),
+                         dtype_size(dtype)) == "");
 }
 
 }  // namespace
@@ -201,9 +234,10 @@ TEST_CASE("a burst of device tensors is fused and every tensor comes back right"
   for (int i = 0; i < k; ++i) {
     REQUIRE(done[i].get_future().get().ok());
     const size_t count = inputs[i].size() / 4;
-    CHECK(to_host(outs[i]->ptr, count * 4) == host_reference("burst." + std::to_string(i),
-                                                             DataType::kFloat32, count, inputs[i],
-                                                             ReduceOp::kAverage, 2.0, 1.0));
+    CHECK(first_difference(to_host(outs[i]->ptr, count * 4),
+                           host_reference("burst." + std::to_string(i), DataType::kFloat32, count,
+                                          inputs[i], ReduceOp::kAverage, 2.0, 1.0),
+                           4) == "");
   }
 }
 
@@ -235,14 +269,14 @@ TEST_CASE("device allgather and broadcast", "[gpu]") {
     REQUIRE(done.get_future().get().ok());
     CHECK(out_shape == Shape{static_cast<int64_t>(rows * size()), static_cast<int64_t>(row)});
     REQUIRE(out != nullptr);
-    CHECK(to_host(out.get(), input.size()) == input);
+    CHECK(first_difference(to_host(out.get(), input.size()), input, dtype_size(t)) == "");
 
     DeviceMemory buf(input.size());
     to_device(buf.ptr, input);
     REQUIRE(broadcast(std::string("bcast.") + dtype_name(t), t, {static_cast<int64_t>(rows * row)},
                       buf.ptr, 0, Device::cuda(0))
                 .ok());
-    CHECK(to_host(buf.ptr, input.size()) == input);
+    CHECK(first_difference(to_host(buf.ptr, input.size()), input, dtype_size(t)) == "");
   }
 }
 
@@ -316,4 +350,61 @@ TEST_CASE("the trace holds device spans on the host clock between enqueue and co
   CHECK(nccl >= 5);
   CHECK(copies_in >= 1);  // the 8 tensors of a step fuse
   CHECK(copies_out == copies_in);
+}
+
+TEST_CASE("a device op whose input never becomes ready times out, and later ops fail at once",
+          "[gpu][timeout]") {
+  Runtime rt(false, "", 2.0);
+  // A host function holds a user stream until the gate opens; the input's
+  // ready event, recorded after it, cannot complete before then, so the
+  // runtime's stream waits on it as on a rank that stopped submitting. The
+  // gate opens 5 s in, after the 2 s deadline: the op must have failed by
+  // then and stay failed (the abort may itself wait for the device to drain,
+  // as cudaFree does).
+  struct Gate {
+    std::atomic<bool> open{false};
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ready = nullptr;
+    std::thread opener;
+    ~Gate() {  // however the test ends: open, drain, free
+      open = true;
+      if (opener.joinable()) opener.join();
+      if (stream) cudaStreamSynchronize(stream);
+      if (ready) cudaEventDestroy(ready);
+      if (stream) cudaStreamDestroy(stream);
+    }
+  } gate;
+  REQUIRE(cudaStreamCreateWithFlags(&gate.stream, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&gate.ready, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaLaunchHostFunc(
+              gate.stream,
+              [](void* g) {
+                while (!static_cast<Gate*>(g)->open.load())
+                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              },
+              &gate) == cudaSuccess);
+  REQUIRE(cudaEventRecord(gate.ready, gate.stream) == cudaSuccess);
+  gate.opener = std::thread([&gate] {
+    for (int i = 0; i < 50 && !gate.open; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.open = true;
+  });
+
+  DeviceMemory buf(1024 * 4);
+  const auto started = std::chrono::steady_clock::now();
+  Status stalled = allreduce("stalled", DataType::kFloat32, {1024}, buf.ptr, buf.ptr,
+                             ReduceOp::kSum, 1.0, 1.0, Device::cuda(0, gate.ready));
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(stalled.to_string());
+  CHECK_FALSE(stalled.ok());
+  CHECK(stalled.message().find("did not complete on the GPU within") != std::string::npos);
+  CHECK(waited < 60.0);  // the 2 s deadline, not the default 300 s
+
+  const auto again = std::chrono::steady_clock::now();
+  Status later = allreduce("after.stall", DataType::kFloat32, {1024}, buf.ptr, buf.ptr,
+                           ReduceOp::kSum, 1.0, 1.0, Device::cuda(0));
+  INFO(later.to_string());
+  CHECK_FALSE(later.ok());
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - again).count() < 60.0);
 }

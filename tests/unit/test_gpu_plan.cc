@@ -43,7 +43,9 @@ TEST_CASE("copy descriptors are batched per launch in order, empty spans dropped
   CHECK(batch_copies({}, kCopiesPerLaunch).empty());
 }
 
-TEST_CASE("Average uses ncclAvg on flat NCCL and 1/size in copy-out when hierarchical", "[gpu]") {
+TEST_CASE(
+    "Average uses ncclAvg on flat NCCL (Sum on one rank) and 1/size in copy-out when hierarchical",
+    "[gpu]") {
   ScalePlan flat = plan_scaling(ReduceOp::kAverage, 2.0, 0.5, 4, DeviceAllreduce::kNccl);
   CHECK(flat.nccl_op == ReduceOp::kAverage);
   CHECK(flat.prescale == 2.0);
@@ -58,6 +60,13 @@ TEST_CASE("Average uses ncclAvg on flat NCCL and 1/size in copy-out when hierarc
   CHECK(ints.nccl_op == ReduceOp::kSum);
   CHECK(ints.postscale == 2.0 * (1.0 / 3.0));
   CHECK(plan_unfused(ints).scale_out);
+  // One rank: the average is the sum (NCCL's one-rank ncclAvg loses the
+  // tail of out-of-place results), and no scaling is added.
+  ScalePlan one =
+      plan_scaling(ReduceOp::kAverage, 1.0, 1.0, 1, DeviceAllreduce::kNccl, DataType::kFloat16);
+  CHECK(one.nccl_op == ReduceOp::kSum);
+  CHECK(one.postscale == 1.0);
+  CHECK_FALSE(plan_unfused(one).scale_out);
   ScalePlan mx = plan_scaling(ReduceOp::kMax, 1.0, 1.0, 4, DeviceAllreduce::kHierarchical);
   CHECK(mx.nccl_op == ReduceOp::kMax);
   CHECK(mx.postscale == 1.0);
@@ -228,8 +237,8 @@ TEST_CASE("the public API over one in-process rank (no MPI), as the GPU tests us
   CHECK(size() == 1);
   CHECK(local_size() == 1);
   std::vector<float> in(16, 2.0f), out(16, 0.0f);
-  REQUIRE(allreduce("single.host", DataType::kFloat32, {16}, in.data(), out.data(),
-                    ReduceOp::kSum, 1.0, 3.0)
+  REQUIRE(allreduce("single.host", DataType::kFloat32, {16}, in.data(), out.data(), ReduceOp::kSum,
+                    1.0, 3.0)
               .ok());
   CHECK(out[7] == 6.0f);
   // A device tensor where no GPU can run it: refused with the probe's reason.

@@ -28,6 +28,14 @@ ScalePlan plan_scaling(ReduceOp op, double prescale, double postscale, int world
   if (op == ReduceOp::kAverage && (algorithm == DeviceAllreduce::kHierarchical || integer)) {
     p.nccl_op = ReduceOp::kSum;
     p.postscale = postscale * (1.0 / static_cast<double>(world_size > 0 ? world_size : 1));
+  } else if (op == ReduceOp::kAverage && world_size <= 1) {
+    // The average of one rank is its sum. Not ncclAvg: on a one-rank
+    // communicator NCCL 2.28 runs it through its oneRankReduce kernel, which
+    // leaves the last (count mod 32) elements of an out-of-place result
+    // unwritten when count / blocks is already a multiple of the 16-byte
+    // pack (seen on an H200: float16, 1,048,579 elements, last 3 garbage).
+    // ncclSum on one rank is a plain copy.
+    p.nccl_op = ReduceOp::kSum;
   }
   return p;
 }
