@@ -4,8 +4,11 @@
 # ringscope::nccl. Without them the runtime is built CPU-only and device
 # tensors fail at submission with a message saying why (docs/gpu.md).
 option(RINGSCOPE_WITH_CUDA "Build the GPU path (CUDA + NCCL) when both are found" ON)
-set(RINGSCOPE_CUDA_ARCHITECTURES "90" CACHE STRING
-    "GPU architectures for the copy kernels (90 = H100/H200)")
+# 80-real: machine code for compute capability 8.x (A100, and the 8.6/8.9
+# cards, which run 8.0 code); 90: machine code and PTX for Hopper (H100/H200),
+# the PTX also serving later GPUs through the driver's JIT.
+set(RINGSCOPE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING
+    "GPU architectures for the copy kernels (CMake CUDA_ARCHITECTURES syntax)")
 set(RINGSCOPE_HAVE_CUDA OFF)
 set(RINGSCOPE_CUDA_PROBLEM "RINGSCOPE_WITH_CUDA=OFF")
 
