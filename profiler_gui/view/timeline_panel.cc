@@ -299,8 +299,11 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     ImDrawList* draw = painter.draw;
     // Opaque backgrounds (a scissored clear where main() installed one); the
     // header covers the band's top.
-    add_opaque_rect(draw, ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
-                    r % 2 ? colors::kBandOdd : colors::kBandEven);
+    // Even bands are the frame's clear colour (main() clears to kBackground):
+    // nothing to fill, which a software rasteriser notices.
+    if (r % 2)
+      add_opaque_rect(draw, ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
+                      colors::kBandOdd);
     add_opaque_rect(draw, ImVec2(top.x, y + kHeaderHeight), ImVec2(map.x0, band_y1 - kBandGap),
                     colors::kGutter);
     draw_time_grid(draw, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
