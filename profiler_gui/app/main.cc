@@ -218,6 +218,47 @@ int run_headless(const ViewerOptions& options) {
   return 0;
 }
 
+// What the window's GLFW callbacks reach through the user pointer: the
+// viewer (dropped files) and a count of input events since the last frame.
+struct WindowContext {
+  Viewer* viewer = nullptr;
+  int input_events = 0;
+};
+
+void note_input(GLFWwindow* window) {
+  ++static_cast<WindowContext*>(glfwGetWindowUserPointer(window))->input_events;
+}
+
+// Counts every input and window event; installed before ImGui's GLFW
+// callbacks, which call the ones set before them. Files dropped on the
+// window replace the trace (several: per-rank files).
+void watch_input(GLFWwindow* window) {
+  glfwSetCursorPosCallback(window, [](GLFWwindow* w, double, double) { note_input(w); });
+  glfwSetMouseButtonCallback(window, [](GLFWwindow* w, int, int, int) { note_input(w); });
+  glfwSetScrollCallback(window, [](GLFWwindow* w, double, double) { note_input(w); });
+  glfwSetKeyCallback(window, [](GLFWwindow* w, int, int, int, int) { note_input(w); });
+  glfwSetCharCallback(window, [](GLFWwindow* w, unsigned int) { note_input(w); });
+  glfwSetWindowFocusCallback(window, [](GLFWwindow* w, int) { note_input(w); });
+  glfwSetCursorEnterCallback(window, [](GLFWwindow* w, int) { note_input(w); });
+  glfwSetFramebufferSizeCallback(window, [](GLFWwindow* w, int, int) { note_input(w); });
+  glfwSetWindowRefreshCallback(window, [](GLFWwindow* w) { note_input(w); });
+  glfwSetDropCallback(window, [](GLFWwindow* w, int count, const char** paths) {
+    note_input(w);
+    auto* context = static_cast<WindowContext*>(glfwGetWindowUserPointer(w));
+    if (context->viewer) context->viewer->open(std::vector<std::string>(paths, paths + count));
+  });
+}
+
+// A mouse button or key held down (dragging, W/A/S/D panning): keep drawing.
+bool input_held() {
+  const ImGuiIO& io = ImGui::GetIO();
+  for (bool down : io.MouseDown)
+    if (down) return true;
+  for (bool down : io.KeysDown)
+    if (down) return true;
+  return false;
+}
+
 int run_window(const ViewerOptions& options) {
   // Setup.
   if (!glfwInit()) {
@@ -239,25 +280,43 @@ int run_window(const ViewerOptions& options) {
   glfwMakeContextCurrent(window);
   glfwSwapInterval(1);
   setup_imgui();
+  WindowContext context;
+  glfwSetWindowUserPointer(window, &context);
+  watch_input(window);  // before ImGui's callbacks, which chain to these
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
   setup_renderer();
   Viewer viewer(options);
-  // Files dropped on the window replace the trace (several: per-rank files).
-  glfwSetWindowUserPointer(window, &viewer);
-  glfwSetDropCallback(window, [](GLFWwindow* w, int count, const char** paths) {
-    std::vector<std::string> inputs(paths, paths + count);
-    static_cast<Viewer*>(glfwGetWindowUserPointer(w))->open(std::move(inputs));
-  });
+  context.viewer = &viewer;
 
-  // Loop. The title follows the trace shown (Open dialog, drag and drop).
+  // Loop. Frames are drawn on demand: after input, kSettleFrames of them
+  // (ImGui settles hover and popups within a couple) and as long as a key or
+  // button is held; otherwise the loop sleeps until input arrives or the
+  // viewer has something new to show (idle_wait_seconds: loading progress, a
+  // live refresh, a Tune trial). An idle window then costs about one frame a
+  // second instead of a core's worth of software rendering next to the
+  // training run it watches. The title follows the trace shown.
+  constexpr int kSettleFrames = 3;
+  int settle = kSettleFrames;
+  long frames = 0;
   std::string title;
   while (!glfwWindowShouldClose(window)) {
+    if (options.exit_after > 0 && glfwGetTime() >= options.exit_after) break;
     if (std::string now = viewer.window_title(); now != title) {
       title = std::move(now);
       glfwSetWindowTitle(window, title.c_str());
     }
-    glfwPollEvents();
+    if (settle > 0) {
+      glfwPollEvents();
+      --settle;
+    } else {
+      double wait = viewer.idle_wait_seconds();
+      if (options.exit_after > 0) wait = std::min(wait, options.exit_after - glfwGetTime());
+      glfwWaitEventsTimeout(std::max(wait, 0.0));
+    }
+    if (context.input_events > 0 || input_held()) settle = kSettleFrames;
+    context.input_events = 0;
+    ++frames;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -269,6 +328,11 @@ int run_window(const ViewerOptions& options) {
     clear_to_background();
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(window);
+  }
+
+  if (options.exit_after > 0) {
+    std::printf("ringscope-view: %ld frames in %.1f s (window)\n", frames, glfwGetTime());
+    std::fflush(stdout);
   }
 
   // Teardown.

@@ -37,6 +37,8 @@ const char* viewer_usage() {
          "  --frames N             frames rendered after loading before the screenshot (4)\n"
          "  --pan F                with --screenshot: pan by F x the visible span each frame\n"
          "  --layout-out FILE      with --screenshot: write where bands and panels were drawn\n"
+         "  --exit-after S         window: close after S seconds and print how many frames\n"
+         "                         were drawn (an idle window draws about one a second)\n"
          "  -h, --help             this text\n";
 }
 
@@ -121,6 +123,13 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
     } else if (arg == "--pan") {
       if (!(v = value(i, arg))) return false;
       out->pan = std::atof(v);
+    } else if (arg == "--exit-after") {
+      if (!(v = value(i, arg))) return false;
+      out->exit_after = std::atof(v);
+      if (!(out->exit_after > 0 && out->exit_after <= 86400)) {
+        *error = "--exit-after wants seconds in (0, 86400]";
+        return false;
+      }
     } else if (arg == "--layout-out") {
       if (!(v = value(i, arg))) return false;
       out->layout_path = v;

@@ -60,6 +60,15 @@ LoadState Viewer::load_state() const {
   return main;
 }
 
+double Viewer::idle_wait_seconds() const {
+  constexpr double kProgress = 0.1, kHeartbeat = 1.0;
+  if (load_state() == LoadState::kLoading || model_.refresh_state() != RefreshState::kNone ||
+      tune_session_.busy() || tune_session_.process().running())
+    return kProgress;
+  if (auto_refresh_) return std::clamp(next_poll_s_ - ImGui::GetTime(), 0.0, kHeartbeat);
+  return kHeartbeat;
+}
+
 std::string Viewer::problem() const {
   if (model_.state() == LoadState::kFailed) return model_.error().to_string();
   if (compare_model_ && compare_model_->state() == LoadState::kFailed)

@@ -34,6 +34,10 @@ class Viewer {
            (options_.traces.empty() ? std::string() : " - " + options_.traces.front());
   }
   const ViewState& state() const { return state_; }
+  // How long a window may sleep waiting for input before it draws the next
+  // frame: short while something changes on its own (loading, a refresh, a
+  // Tune trial or fit), until the next live-refresh poll, else a heartbeat.
+  double idle_wait_seconds() const;
 
   // File handling (viewer_files.cc). open() replaces the trace and loads
   // `inputs` on the worker thread (Open dialog, recent files, drag and drop).

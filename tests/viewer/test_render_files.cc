@@ -4,7 +4,8 @@
 // the config directory is overridden, and --bookmark going to a stored
 // bookmark (range and selection) with the Bookmarks panel listing it;
 // opening another trace in place of the shown one (--then-open, the path the
-// Open dialog and drag and drop take).
+// Open dialog and drag and drop take); and the window (under Xvfb) drawing on
+// demand rather than every frame while idle.
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -234,4 +235,32 @@ TEST_CASE("opening another trace replaces the one shown", "[render][open]") {
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("missing.sqlite") != std::string::npos);
   CHECK(read_layout(layout_path).bands == 0);
+}
+
+TEST_CASE("an idle window draws on demand, not once per refresh", "[render][window]") {
+  std::string out;
+  if (autotune::test::run_command("command -v xvfb-run", &out) != 0) {
+    WARN("xvfb-run is not installed: the window test needs an X server (apt install xvfb)");
+    return;
+  }
+  test::TempDir dir;
+  const std::string trace = write_run(dir.file("run.sqlite"));
+  // Three seconds without input: the loading progress, then the heartbeat
+  // of one frame a second. Drawing every frame made ~150 a second here
+  // (Xvfb, llvmpipe, no vsync to wait for).
+  const int code =
+      autotune::test::run_command("env RINGSCOPE_VIEW_CONFIG_DIR=" + dir.path() + " xvfb-run -a " +
+                                      RINGSCOPE_VIEW_BIN + " --exit-after 3 " + trace,
+                                  &out);
+  INFO(out);
+  REQUIRE(code == 0);
+  long frames = -1;
+  double seconds = 0;
+  const size_t at = out.find("ringscope-view: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(out.c_str() + at, "ringscope-view: %ld frames in %lf s", &frames, &seconds) ==
+          2);
+  CHECK(seconds >= 3.0);
+  CHECK(frames >= 2);
+  CHECK(frames <= 40);
 }

@@ -60,4 +60,11 @@ TEST_CASE("command line: screenshot flags", "[options]") {
   const char* bad[] = {"ringscope-view", "--size", "huge", "t.sqlite"};
   CHECK_FALSE(parse_viewer_options(4, bad, &o, &error));
   CHECK(error.find("--size") != std::string::npos);
+  const char* window[] = {"ringscope-view", "--exit-after", "2.5", "t.sqlite"};
+  ViewerOptions w;
+  REQUIRE(parse_viewer_options(4, window, &w, &error));
+  CHECK(w.exit_after == 2.5);
+  const char* never[] = {"ringscope-view", "--exit-after", "0", "t.sqlite"};
+  CHECK_FALSE(parse_viewer_options(4, never, &w, &error));
+  CHECK(error.find("--exit-after") != std::string::npos);
 }
