@@ -39,6 +39,12 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
   device.topology = topology;
   device.hierarchical_allreduce = options.hierarchical_allreduce;
   device.complete = [this](TensorEntry& entry, const Status& status) {
+    // The online tuner scores bytes allreduced when they are done, also on
+    // the GPU (this runs on the device finalizer's thread).
+    if (status.ok() && entry.req.op == OpType::kAllreduce)
+      device_bytes_done_.fetch_add(
+          num_elements(entry.req.shape) * static_cast<int64_t>(dtype_size(entry.req.dtype)),
+          std::memory_order_relaxed);
     finish_entry(entry, status);
   };
   executor_.set_device_setup(device);
@@ -300,8 +306,9 @@ Status Runtime::run_cycle(bool* stop) {
   }
 
   const int64_t decided = rec ? rec->now_ns() : 0;
-  int64_t allreduced_bytes = 0;
-  if (!responses.empty()) allreduced_bytes = execute(responses, decided);
+  // Device allreduces count when the GPU has finished them (device.complete).
+  int64_t allreduced_bytes = device_bytes_done_.exchange(0, std::memory_order_relaxed);
+  if (!responses.empty()) allreduced_bytes += execute(responses, decided);
   apply_settings(agreed, /*at_cycle_end=*/true);
   if (tuner_) autotune_after_cycle(allreduced_bytes);
 
@@ -437,15 +444,15 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     }
   }
   const int64_t cb_start = rec ? rec->now_ns() : 0;
-  int64_t allreduced_bytes = 0;
+  int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
   for (size_t i = 0; i < responses.size(); ++i) {
-    if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
-        responses[i].tensor.op == OpType::kAllreduce)
-      allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (deferred[i]) {  // moved to the GPU path, which completes it
       pending_.erase(responses[i].tensor.name);
       continue;
     }
+    if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
+        responses[i].tensor.op == OpType::kAllreduce)
+      allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
     finish_entry(*entries[i], results[i]);
     pending_.erase(responses[i].tensor.name);

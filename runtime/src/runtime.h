@@ -144,6 +144,8 @@ class Runtime {
   std::once_flag gpu_probe_once_;
   GpuInfo gpu_info_;
   std::atomic<int> device_in_use_{-1};
+  // Bytes of device allreduces completed since the last cycle counted them.
+  std::atomic<int64_t> device_bytes_done_{0};
 
   mutable std::mutex counters_mu_;
   Counters counters_;
