@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
             1.0, 1.0, Device::cuda(0));
         if (!s.ok()) {
           std::fprintf(stderr, "gpu_bench: %s\n", s.to_string().c_str());
+          for (int j = 0; j < i; ++j) done[j].get_future().wait();  // callbacks hold &done
           return 5;
         }
       }

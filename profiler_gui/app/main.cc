@@ -250,12 +250,13 @@ void watch_input(GLFWwindow* window) {
 }
 
 // A mouse button or key held down (dragging, W/A/S/D panning): keep drawing.
+// Not a modifier alone (io.KeysDown is indexed by GLFW key code in ImGui 1.86).
 bool input_held() {
   const ImGuiIO& io = ImGui::GetIO();
   for (bool down : io.MouseDown)
     if (down) return true;
-  for (bool down : io.KeysDown)
-    if (down) return true;
+  for (int key = 0; key < IM_ARRAYSIZE(io.KeysDown); ++key)
+    if (io.KeysDown[key] && (key < GLFW_KEY_LEFT_SHIFT || key > GLFW_KEY_RIGHT_SUPER)) return true;
   return false;
 }
 
@@ -296,8 +297,9 @@ int run_window(const ViewerOptions& options) {
   // live refresh, a Tune trial). An idle window then costs about one frame a
   // second instead of a core's worth of software rendering next to the
   // training run it watches. The title follows the trace shown.
-  constexpr int kSettleFrames = 3;
+  constexpr int kSettleFrames = 3;  // ImGui tables fit their columns over three frames
   int settle = kSettleFrames;
+  bool was_busy = false;
   long frames = 0;
   std::string title;
   while (!glfwWindowShouldClose(window)) {
@@ -314,8 +316,12 @@ int run_window(const ViewerOptions& options) {
       if (options.exit_after > 0) wait = std::min(wait, options.exit_after - glfwGetTime());
       glfwWaitEventsTimeout(std::max(wait, 0.0));
     }
-    if (context.input_events > 0 || input_held()) settle = kSettleFrames;
+    // Input, a held key or button, or the end (or start) of loading, a
+    // refresh or a Tune job: draw a few frames so the new state settles.
+    const bool busy = viewer.busy();
+    if (context.input_events > 0 || input_held() || busy != was_busy) settle = kSettleFrames;
     context.input_events = 0;
+    was_busy = busy;
     ++frames;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();

@@ -60,12 +60,17 @@ LoadState Viewer::load_state() const {
   return main;
 }
 
+bool Viewer::busy() const {
+  return load_state() == LoadState::kLoading || model_.refresh_state() != RefreshState::kNone ||
+         tune_session_.busy() || tune_session_.process().running();
+}
+
 double Viewer::idle_wait_seconds() const {
   constexpr double kProgress = 0.1, kHeartbeat = 1.0;
-  if (load_state() == LoadState::kLoading || model_.refresh_state() != RefreshState::kNone ||
-      tune_session_.busy() || tune_session_.process().running())
-    return kProgress;
-  if (auto_refresh_) return std::clamp(next_poll_s_ - ImGui::GetTime(), 0.0, kHeartbeat);
+  if (busy()) return kProgress;
+  // Live refresh polls only a loaded trace (poll_refresh moves next_poll_s_).
+  if (auto_refresh_ && model_.state() == LoadState::kReady)
+    return std::clamp(next_poll_s_ - ImGui::GetTime(), 0.0, kHeartbeat);
   return kHeartbeat;
 }
 
@@ -113,7 +118,9 @@ void Viewer::handle_keys() {
   if (io.WantTextInput || ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) return;
   const int64_t span = state_.view_end_ns - state_.view_begin_ns;
   const int64_t center = state_.view_begin_ns + span / 2;
-  const double dt = std::min(io.DeltaTime, 0.1f);
+  // At most a 30 fps step: the first frame after the window slept (it draws
+  // on demand) has a DeltaTime of up to a second.
+  const double dt = std::min(io.DeltaTime, 1.0f / 30.0f);
   if (ImGui::IsKeyDown('W')) zoom_at(model_, state_, center, std::exp(-3.0 * dt));
   if (ImGui::IsKeyDown('S')) zoom_at(model_, state_, center, std::exp(3.0 * dt));
   if (ImGui::IsKeyDown('A')) pan_by(model_, state_, -static_cast<int64_t>(span * 1.2 * dt));

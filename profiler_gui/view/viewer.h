@@ -34,6 +34,8 @@ class Viewer {
            (options_.traces.empty() ? std::string() : " - " + options_.traces.front());
   }
   const ViewState& state() const { return state_; }
+  // Something changes without input: loading, a refresh, a Tune trial or fit.
+  bool busy() const;
   // How long a window may sleep waiting for input before it draws the next
   // frame: short while something changes on its own (loading, a refresh, a
   // Tune trial or fit), until the next live-refresh poll, else a heartbeat.

@@ -72,6 +72,7 @@ case "$mode" in
     BUILD=${BUILD:-build-gpu}
     OUT=${OUT:-$BUILD/out}
     mkdir -p "$OUT"
+    : >"$OUT/env.txt"
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRINGSCOPE_BUILD_VIEWER=OFF \
       2>&1 | tee "$OUT/configure.log" | grep -E "GPU path|GPU tests" || true
     grep -q "GPU path: ON" "$OUT/configure.log" || {
@@ -114,7 +115,7 @@ case "$mode" in
       if [[ -e "$d/libnccl.so.2" ]]; then nccl_dir=$d; break; fi
     done
     if [[ -z "$nccl_dir" ]]; then  # anywhere else it may be installed
-      found=$(find /usr /opt -name 'libnccl.so.2*' -print -quit 2>/dev/null || true)
+      found=$(find /usr /opt -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
       [[ -n "$found" ]] && nccl_dir=$(dirname "$found")
     fi
     [[ -n "$nccl_dir" ]] || { echo "run_on_device: libnccl.so.2 not found" >&2; exit 2; }

@@ -105,7 +105,8 @@ __global__ void copy_bytes_kernel(CopyBatch batch) {
 constexpr unsigned kThreads = 256;
 constexpr size_t kMaxBlocksX = 2048;
 
-// Enough blocks along x for the largest span (each thread ~8 items).
+// Enough blocks along x for the largest span (each thread ~8 items: 16-byte
+// words on the vector paths, else elements or bytes).
 unsigned blocks_for(size_t largest_items) {
   const size_t per_block = kThreads * 8;
   size_t b = (largest_items + per_block - 1) / per_block;
@@ -127,10 +128,18 @@ CopyBatch make_batch(const std::vector<CopySpan>& launch, size_t* largest) {
 
 template <typename T, typename C>
 cudaError_t launch_typed(const std::vector<CopySpan>& spans, double scale, cudaStream_t stream) {
+  constexpr size_t kPerWord = sizeof(uint4) / sizeof(T);
   for (const std::vector<CopySpan>& launch : batch_copies(spans)) {
-    size_t largest = 0;
+    size_t largest = 0, items = 0;
     CopyBatch b = make_batch(launch, &largest);
-    dim3 grid(blocks_for(largest), static_cast<unsigned>(launch.size()));
+    // Items per span as scaled_copy_kernel walks it: 16-byte words when both
+    // pointers are 16-byte aligned, else elements.
+    for (const CopySpan& c : launch) {
+      const bool aligned =
+          ((reinterpret_cast<uintptr_t>(c.src) | reinterpret_cast<uintptr_t>(c.dst)) & 15) == 0;
+      items = std::max(items, aligned ? (c.count + kPerWord - 1) / kPerWord : c.count);
+    }
+    dim3 grid(blocks_for(items), static_cast<unsigned>(launch.size()));
     scaled_copy_kernel<T, C><<<grid, kThreads, 0, stream>>>(b, static_cast<C>(scale));
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
