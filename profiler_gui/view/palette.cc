@@ -50,9 +50,10 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(64, 160, 110, 255);
     case EventKind::kHierarchicalCross:
       return IM_COL32(46, 120, 90, 255);
-    case EventKind::kGpuCopyIn:
+    case EventKind::kGpuCopyIn:  // in and out sit side by side in the fusion lane
+      return IM_COL32(214, 150, 70, 255);
     case EventKind::kGpuCopyOut:
-      return IM_COL32(214, 160, 90, 255);
+      return IM_COL32(240, 204, 140, 255);
     case EventKind::kCallback:
       return IM_COL32(138, 177, 125, 255);
     case EventKind::kSettings:
