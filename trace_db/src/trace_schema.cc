@@ -22,7 +22,7 @@ constexpr EventKindInfo kKinds[] = {
      "coordinator: request of rank peer_recv arrived for name_id"},
     {K::kFusion, "FUSION", L::kFusion, true, "one fused group executed; bytes = total"},
     {K::kFusionMember, "FUSION_MEMBER", L::kFusion, false,
-     "one tensor of a fusion group; name_id = tensor, step = member index, aux = offset, bytes = "
+     "one tensor of a fusion group; name_id = tensor, step = member index, value = offset, bytes = "
      "size"},
     {K::kMemcpyIn, "MEMCPY_IN", L::kFusion, true, "copy into the fusion buffer; bytes copied"},
     {K::kMemcpyOut, "MEMCPY_OUT", L::kFusion, true, "copy out of the fusion buffer; bytes copied"},
@@ -45,7 +45,7 @@ constexpr EventKindInfo kKinds[] = {
      "MPI_Allreduce used instead of the ring"},
     {K::kAllgather, "ALLGATHER", L::kCollective, true, "whole allgather collective"},
     {K::kBroadcast, "BROADCAST", L::kCollective, true,
-     "whole broadcast collective; peer_send = root"},
+     "whole broadcast collective; aux = root"},
     {K::kNcclAllreduce, "NCCL_ALLREDUCE", L::kCollective, true,
      "whole device allreduce: device times on the host clock, value = host enqueue time, aux = "
      "CUDA stream, step = algorithm (0 NCCL, 2 hierarchical), peer_send = tensors, bytes"},

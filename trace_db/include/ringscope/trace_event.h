@@ -16,7 +16,7 @@ enum class EventKind : uint16_t {
   kNegotiate = 3,               // span: from this rank's enqueue to the decision
   kReady = 4,                   // instant (coordinator): a rank's request arrived
   kFusion = 5,                  // span: one fused group executed (bytes = total)
-  kFusionMember = 6,            // instant: one tensor of a fusion group (aux = offset)
+  kFusionMember = 6,            // instant: one tensor of a fusion group (value = offset)
   kMemcpyIn = 7,                // span: copy into the fusion buffer / output
   kMemcpyOut = 8,               // span: copy out of the fusion buffer
   kRingReduceScatter = 9,       // span: one reduce-scatter step of a ring
