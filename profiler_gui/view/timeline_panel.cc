@@ -64,9 +64,26 @@ struct BandPainter {
   const CollectiveReadiness* selected;  // nullptr: none
   float row_h;
   ImFont* label_font;
-  float header_text_x1 = 0;  // left edge of the header's right-aligned summary  // smaller font for
-                             // labels inside boxes
+  float header_text_x1 = 0;  // left edge of the header's right-aligned summary
   std::vector<FoldItem> items;
+  // A band's boxes go to channel kBoxes, between begin_ and
+  // end_opaque_geometry (opaque_fill.h): all opaque, no texture, so the
+  // renderer may fill them flat and unblended. Labels and outlines go to
+  // kOverlay, drawn after them.
+  static constexpr int kBoxes = 0, kOverlay = 1;
+  ImDrawListSplitter split;
+  ImU32 band_color = 0;  // the opaque background under the band being drawn
+
+  void channel(int c) { split.SetCurrentChannel(draw, c); }
+
+  // `color` at `alpha` over the band: the same pixel as a blended fill.
+  ImU32 over_band(ImU32 color, unsigned alpha) const {
+    auto mix = [&](unsigned shift) {
+      const unsigned top = (color >> shift) & 0xff, under = (band_color >> shift) & 0xff;
+      return ((top * alpha + under * (255 - alpha) + 127) / 255) << shift;
+    };
+    return mix(IM_COL32_R_SHIFT) | mix(IM_COL32_G_SHIFT) | mix(IM_COL32_B_SHIFT) | IM_COL32_A_MASK;
+  }
 
   bool in_selected(const EventColumns& e, size_t i) const {
     if (!selected || e.cycle[i] != selected->key.cycle || e.seq_index[i] < 0) return false;
@@ -81,15 +98,20 @@ struct BandPainter {
     const float x0 = map.x0 + item.x0, x1 = map.x0 + item.x1;
     const float y0 = row_y + 1, y1 = row_y + row_h - 1;
     ImVec2 hit0(x0, y0), hit1(std::max(x1, x0 + 2), y1);
+    channel(kBoxes);
     if (!item.folded() && is_instant(item.kind)) {
       const float cx = std::floor(x0) + 0.5f;
       draw->AddTriangleFilled(ImVec2(cx - 3.5f, y0), ImVec2(cx + 3.5f, y0), ImVec2(cx, y0 + 6),
                               color);
       draw->AddRectFilled(ImVec2(cx - 0.5f, y0), ImVec2(cx + 0.5f, y1), color);
       hit0.x = cx - 4, hit1.x = cx + 4;
+      channel(kOverlay);
     } else if (item.folded()) {
-      const ImU32 dim = (color & 0x00ffffff) | (150u << IM_COL32_A_SHIFT);
-      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(std::max(x1, x0 + 3), y1 - 2), dim);
+      // A fold is the kind's colour at 150/255 over the band, mixed here so
+      // that the box stays opaque.
+      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(std::max(x1, x0 + 3), y1 - 2),
+                          over_band(color, 150));
+      channel(kOverlay);
       const std::string count = format_count(item.count);
       const ImVec2 ts = ImGui::CalcTextSize(count.c_str());
       if (x1 - x0 > ts.x + 6)
@@ -97,6 +119,7 @@ struct BandPainter {
                       count.c_str());
     } else {
       draw->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1.5f), y1), color);
+      channel(kOverlay);
       // Label inside the box when at least the kind's label fits (small font).
       const char* kind = kind_label(item.kind);
       if (x1 - x0 > label_font->CalcTextSizeA(label_font->FontSize, 1e9f, 0, kind).x + 8) {
@@ -301,6 +324,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     // header covers the band's top.
     // Even bands are the frame's clear colour (main() clears to kBackground):
     // nothing to fill, which a software rasteriser notices.
+    painter.band_color = r % 2 ? colors::kBandOdd : colors::kBackground;
     if (r % 2)
       add_opaque_rect(draw, ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
                       colors::kBandOdd);
@@ -323,6 +347,10 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       float ty = y + kHeaderHeight + kTrackGap;
       draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
       painter.draw_selection_fill(r, y, band_y1);
+      painter.split.Split(draw, 2);
+      painter.channel(BandPainter::kBoxes);
+      begin_opaque_geometry(draw);
+      painter.channel(BandPainter::kOverlay);
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
         const float th = static_cast<float>(track.rows()) * row_h;
@@ -338,6 +366,9 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
         draw->AddLine(ImVec2(map.x0, ty + th + 1), ImVec2(right, ty + th + 1), colors::kRowLine);
         ty += th + kTrackGap;
       }
+      painter.channel(BandPainter::kBoxes);
+      end_opaque_geometry(draw);
+      painter.split.Merge(draw);
       painter.draw_selection_marks(r, y, band_y1);
       draw->PopClipRect();
       ty = y + kHeaderHeight + kTrackGap;
