@@ -1,9 +1,6 @@
 // ringscope-view's entry point. Either a GLFW + OpenGL3 window, or with
 // --screenshot a headless render (EGL surfaceless + FBO) written to a PNG.
 // Both follow Dear ImGui's setup -> loop -> teardown.
-#define GL_GLEXT_PROTOTYPES  // shader objects, for the opaque-geometry hook
-#include <GL/gl.h>
-#include <GL/glext.h>
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
@@ -14,11 +11,11 @@
 #include <fstream>
 #include <thread>
 
+#include "app/gl_renderer.h"
 #include "app/offscreen_gl.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "imgui.h"
-#include "view/opaque_fill.h"
 #include "view/palette.h"
 #include "view/viewer.h"
 
@@ -47,140 +44,6 @@ void setup_imgui() {
     io.Fonts->AddFontDefault();
   // Lines as geometry rather than from the (now unfiltered) font texture.
   ImGui::GetStyle().AntiAliasedLinesUseTex = false;
-}
-
-// After ImGui_ImplOpenGL3_Init: the font atlas sampled GL_NEAREST. Every pixel
-// ImGui draws samples it (boxes use its white texel); bilinear filtering is
-// the most expensive part of that in a software rasteriser (llvmpipe).
-void use_nearest_font_texture() {
-  ImGui_ImplOpenGL3_CreateDeviceObjects();
-  glBindTexture(GL_TEXTURE_2D,
-                static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-}
-
-// Fills an OpaqueRect (opaque_fill.h) with a scissored clear: no texture,
-// no blending. The backend sets the scissor again for its next command.
-void gl_opaque_fill(const ImDrawList*, const ImDrawCmd* cmd) {
-  const auto* rect = static_cast<const OpaqueRect*>(cmd->UserCallbackData);
-  const ImDrawData* data = ImGui::GetDrawData();
-  const ImVec2 scale = data->FramebufferScale, origin = data->DisplayPos;
-  const float x0 = std::max(rect->min.x, cmd->ClipRect.x) - origin.x;
-  const float y0 = std::max(rect->min.y, cmd->ClipRect.y) - origin.y;
-  const float x1 = std::min(rect->max.x, cmd->ClipRect.z) - origin.x;
-  const float y1 = std::min(rect->max.y, cmd->ClipRect.w) - origin.y;
-  if (x1 <= x0 || y1 <= y0) return;
-  // Pixel centres inside the rectangle, as the rasteriser would fill them.
-  const int px0 = static_cast<int>(std::lround(x0 * scale.x));
-  const int px1 = static_cast<int>(std::lround(x1 * scale.x));
-  const int py0 = static_cast<int>(std::lround(y0 * scale.y));
-  const int py1 = static_cast<int>(std::lround(y1 * scale.y));
-  if (px1 <= px0 || py1 <= py0) return;
-  const int fb_height = static_cast<int>(data->DisplaySize.y * scale.y);
-  glScissor(px0, fb_height - py1, px1 - px0, py1 - py0);
-  const ImU32 c = rect->color;
-  glClearColor(static_cast<float>((c >> IM_COL32_R_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((c >> IM_COL32_G_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((c >> IM_COL32_B_SHIFT) & 0xff) / 255.0f, 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
-}
-
-// The opaque-geometry hook (opaque_fill.h): a flat shader, no texture, no
-// blending, for the timeline's boxes, which are opaque and untextured. It
-// runs inside ImGui's OpenGL3 renderer, whose program is current: ours binds
-// the same attribute locations (the vertex array is ImGui's) and copies its
-// projection; ImDrawCallback_ResetRenderState switches back. If the program
-// cannot be built, ImGui's stays (same pixels, dearer to fill).
-class FlatGeometryProgram {
- public:
-  void use() {
-    GLint imgui = 0;
-    glGetIntegerv(GL_CURRENT_PROGRAM, &imgui);
-    if (imgui == 0) return;
-    if (!tried_) build(static_cast<GLuint>(imgui)), tried_ = true;
-    if (!program_) return;
-    GLfloat projection[16];
-    glGetUniformfv(static_cast<GLuint>(imgui),
-                   glGetUniformLocation(static_cast<GLuint>(imgui), "ProjMtx"), projection);
-    glUseProgram(program_);
-    glUniformMatrix4fv(projection_, 1, GL_FALSE, projection);
-    glDisable(GL_BLEND);
-  }
-
- private:
-  void build(GLuint imgui) {
-    const GLint position = glGetAttribLocation(imgui, "Position");
-    const GLint color = glGetAttribLocation(imgui, "Color");
-    if (position < 0 || color < 0) return;
-    const char* vertex =
-        "#version 330 core\n"
-        "uniform mat4 ProjMtx;\n"
-        "in vec2 Position;\n"
-        "in vec4 Color;\n"
-        "out vec4 Frag_Color;\n"
-        "void main() { Frag_Color = Color; gl_Position = ProjMtx * vec4(Position, 0, 1); }\n";
-    const char* fragment =
-        "#version 330 core\n"
-        "in vec4 Frag_Color;\n"
-        "out vec4 Out_Color;\n"
-        "void main() { Out_Color = Frag_Color; }\n";
-    const GLuint vs = compile(GL_VERTEX_SHADER, vertex), fs = compile(GL_FRAGMENT_SHADER, fragment);
-    GLuint program = glCreateProgram();
-    glAttachShader(program, vs);
-    glAttachShader(program, fs);
-    glBindAttribLocation(program, static_cast<GLuint>(position), "Position");
-    glBindAttribLocation(program, static_cast<GLuint>(color), "Color");
-    glLinkProgram(program);
-    glDeleteShader(vs);
-    glDeleteShader(fs);
-    GLint linked = 0;
-    glGetProgramiv(program, GL_LINK_STATUS, &linked);
-    if (!linked || !vs || !fs) {
-      std::fprintf(stderr, "ringscope-view: flat shader unavailable; boxes use ImGui's\n");
-      glDeleteProgram(program);
-      return;
-    }
-    program_ = program;
-    projection_ = glGetUniformLocation(program, "ProjMtx");
-  }
-  static GLuint compile(GLenum type, const char* source) {
-    const GLuint shader = glCreateShader(type);
-    glShaderSource(shader, 1, &source, nullptr);
-    glCompileShader(shader);
-    GLint ok = 0;
-    glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-    return ok ? shader : 0;
-  }
-
-  bool tried_ = false;
-  GLuint program_ = 0;
-  GLint projection_ = -1;
-};
-
-FlatGeometryProgram& flat_geometry_program() {
-  static FlatGeometryProgram program;  // one GL context per process
-  return program;
-}
-
-void gl_begin_opaque_geometry(const ImDrawList*, const ImDrawCmd*) {
-  flat_geometry_program().use();
-}
-
-// After ImGui_ImplOpenGL3_Init, in both the window and the headless setup.
-void setup_renderer() {
-  use_nearest_font_texture();
-  set_opaque_filler(gl_opaque_fill);
-  set_opaque_geometry_hook(gl_begin_opaque_geometry);
-}
-
-// The frame starts as the window background (the main window draws none).
-void clear_to_background() {
-  const ImU32 bg = colors::kBackground;
-  glClearColor(static_cast<float>((bg >> IM_COL32_R_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((bg >> IM_COL32_G_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((bg >> IM_COL32_B_SHIFT) & 0xff) / 255.0f, 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
 }
 
 void write_layout(const std::string& path, const Viewer& viewer, int width, int height) {
