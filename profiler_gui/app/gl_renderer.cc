@@ -99,31 +99,40 @@ class FlatGeometryProgram {
         "out vec4 Out_Color;\n"
         "void main() { Out_Color = Frag_Color; }\n";
     const GLuint vs = compile(GL_VERTEX_SHADER, vertex), fs = compile(GL_FRAGMENT_SHADER, fragment);
-    GLuint program = glCreateProgram();
-    glAttachShader(program, vs);
-    glAttachShader(program, fs);
-    glBindAttribLocation(program, static_cast<GLuint>(position), "Position");
-    glBindAttribLocation(program, static_cast<GLuint>(color), "Color");
-    glLinkProgram(program);
-    glDeleteShader(vs);
-    glDeleteShader(fs);
+    GLuint program = 0;
     GLint linked = 0;
-    glGetProgramiv(program, GL_LINK_STATUS, &linked);
-    if (!linked || !vs || !fs) {
-      std::fprintf(stderr, "ringscope-view: flat shader unavailable; boxes use ImGui's\n");
-      glDeleteProgram(program);
+    if (vs && fs) {
+      program = glCreateProgram();
+      glAttachShader(program, vs);
+      glAttachShader(program, fs);
+      glBindAttribLocation(program, static_cast<GLuint>(position), "Position");
+      glBindAttribLocation(program, static_cast<GLuint>(color), "Color");
+      glLinkProgram(program);
+      glGetProgramiv(program, GL_LINK_STATUS, &linked);
+    }
+    if (vs) glDeleteShader(vs);
+    if (fs) glDeleteShader(fs);
+    if (!linked) {
+      char log[512] = "";
+      if (program) glGetProgramInfoLog(program, sizeof log, nullptr, log);
+      std::fprintf(stderr, "ringscope-view: flat shader unavailable (%s); boxes use ImGui's\n",
+                   vs && fs ? log : "compile failed");
+      if (program) glDeleteProgram(program);
       return;
     }
     program_ = program;
     projection_ = glGetUniformLocation(program, "ProjMtx");
   }
+  // The shader, or 0 (deleted) if it did not compile.
   static GLuint compile(GLenum type, const char* source) {
     const GLuint shader = glCreateShader(type);
     glShaderSource(shader, 1, &source, nullptr);
     glCompileShader(shader);
     GLint ok = 0;
     glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-    return ok ? shader : 0;
+    if (ok) return shader;
+    glDeleteShader(shader);
+    return 0;
   }
 
   bool tried_ = false;

@@ -100,7 +100,7 @@ class FirstFramePrimer {
  public:
   // True once per load, on the first frame that shows the loaded trace.
   bool due(const Viewer& viewer) {
-    const bool ready = viewer.load_state() == LoadState::kReady;
+    const bool ready = viewer.trace_shown();
     const bool prime = ready && !primed_;
     primed_ = ready;
     return prime;

@@ -73,6 +73,8 @@ struct BandPainter {
   static constexpr int kBoxes = 0, kOverlay = 1;
   ImDrawListSplitter split;
   ImU32 band_color = 0;  // the opaque background under the band being drawn
+  // x range of the selected collective's tint on this band (empty: none).
+  float tint_x0 = 0, tint_x1 = -1;
 
   void channel(int c) { split.SetCurrentChannel(draw, c); }
 
@@ -107,11 +109,17 @@ struct BandPainter {
       hit0.x = cx - 4, hit1.x = cx + 4;
       channel(kOverlay);
     } else if (item.folded()) {
-      // A fold is the kind's colour at 150/255 over the band, mixed here so
-      // that the box stays opaque.
-      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(std::max(x1, x0 + 3), y1 - 2),
-                          over_band(color, 150));
-      channel(kOverlay);
+      // A fold is the kind's colour at 150/255 over the band. Mixed here, so
+      // that the box stays opaque (the grid lines under it no longer show);
+      // blended as before where the selected collective's tint lies under it.
+      const ImVec2 a(x0, y0 + 2), b(std::max(x1, x0 + 3), y1 - 2);
+      if (b.x < tint_x0 || a.x > tint_x1) {
+        draw->AddRectFilled(a, b, over_band(color, 150));
+        channel(kOverlay);
+      } else {
+        channel(kOverlay);
+        draw->AddRectFilled(a, b, (color & 0x00ffffff) | (150u << IM_COL32_A_SHIFT));
+      }
       const std::string count = format_count(item.count);
       const ImVec2 ts = ImGui::CalcTextSize(count.c_str());
       if (x1 - x0 > ts.x + 6)
@@ -151,9 +159,11 @@ struct BandPainter {
   // rank was ready, red with the lateness on the last rank; a bar in the
   // highlight colour over the collective's span under the header.
   void draw_selection_fill(size_t r, float band_y0, float band_y1) {
+    tint_x0 = 0, tint_x1 = -1;
     if (!selected || selected->rank_start_ns[r] < 0) return;
     const float sx = map.x(selected->rank_start_ns[r]);
     const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
+    tint_x0 = sx, tint_x1 = ex;
     draw->AddRectFilled(ImVec2(sx, band_y0 + kHeaderHeight), ImVec2(ex, band_y1 - kBandGap),
                         colors::kHighlightFill);
   }

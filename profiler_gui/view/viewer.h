@@ -25,6 +25,8 @@ class Viewer {
   void pan_fraction(double fraction);
   // The main trace's state; kLoading while a --compare trace still loads.
   LoadState load_state() const;
+  // The main trace is loaded and drawn (whatever --compare or Tune are doing).
+  bool trace_shown() const { return model_.state() == LoadState::kReady; }
   // Why the trace could not be shown (load error or a bad --select); "" if fine.
   std::string problem() const;
   const FrameLayout& layout() const { return layout_; }
