@@ -271,3 +271,46 @@ TEST_CASE("compare panel shows both traces side by side", "[render][compare]") {
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--compare") != std::string::npos);
 }
+
+TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band", "[render][fold]") {
+  // Boxes are drawn opaque with a flat, unblended shader; a fold's colour is
+  // mixed with the band's on the CPU. Both bands' backgrounds must show
+  // through the mix: the clear colour under even ranks, kBandOdd under odd.
+  test::TempDir dir;
+  test::SyntheticRun synthetic;
+  synthetic.world_size = 2;
+  synthetic.cycles = 400;  // fit-all then folds the per-tensor events
+  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
+  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
+  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --layout-out " +
+                             layout_path + " " + dir.file("run.sqlite"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  REQUIRE(layout.bands.size() == 2);
+  const std::array<int, 3> band_bg[2] = {layout.background, {36, 39, 46}};  // kBandOdd
+  auto over = [](std::array<int, 3> top, std::array<int, 3> under) {
+    std::array<int, 3> out{};
+    for (int c = 0; c < 3; ++c) out[c] = (top[c] * 150 + under[c] * 105 + 127) / 255;
+    return out;
+  };
+  for (int r = 0; r < 2; ++r) {
+    const Band& b = layout.bands[r];
+    const std::array<int, 3> fold = over(kNegotiate, band_bg[r]);
+    const std::array<int, 3> other = over(kNegotiate, band_bg[1 - r]);
+    const float x0 = layout.timeline_rect[0] + 150, x1 = layout.timeline_rect[2];
+    const int here = img.count_if(x0, b.header_y1, x1, b.y1, [&](const uint8_t* p) {
+      return std::abs(p[0] - fold[0]) <= 2 && std::abs(p[1] - fold[1]) <= 2 &&
+             std::abs(p[2] - fold[2]) <= 2;
+    });
+    const int wrong = img.count_if(x0, b.header_y1, x1, b.y1, [&](const uint8_t* p) {
+      return std::abs(p[0] - other[0]) <= 1 && std::abs(p[1] - other[1]) <= 1 &&
+             std::abs(p[2] - other[2]) <= 1;
+    });
+    INFO("rank " << r << ": " << here << " px of the folded negotiate colour, " << wrong
+                 << " of the other band's mix");
+    CHECK(here > 200);
+    CHECK(wrong < here / 10);
+  }
+}
