@@ -140,25 +140,23 @@ int run_headless(const ViewerOptions& options) {
     }
     const bool done =  // kIdle: no trace given, the Open dialog or the welcome screen
         load == LoadState::kReady || load == LoadState::kFailed || load == LoadState::kIdle;
-    if (primer.due(viewer)) {  // drawn once unseen (FirstFramePrimer)
+    auto build_frame = [&] {  // the UI part
       ImGui_ImplOpenGL3_NewFrame();
       ImGui::NewFrame();
       viewer.draw_frame();
       ImGui::Render();
+    };
+    auto render_frame = [] {  // the GL part, finished
       clear_to_background();
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       glFinish();
-    }
+    };
+    if (primer.due(viewer)) build_frame(), render_frame();  // unseen (FirstFramePrimer)
     const auto start = std::chrono::steady_clock::now();
     if (done && options.pan != 0) viewer.pan_fraction(options.pan);
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui::NewFrame();
-    viewer.draw_frame();
-    ImGui::Render();
+    build_frame();
     const auto ui_end = std::chrono::steady_clock::now();
-    clear_to_background();
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    glFinish();
+    render_frame();
     const auto end = std::chrono::steady_clock::now();
     if (done) {
       frame_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());

@@ -15,6 +15,7 @@ namespace ringscope::view {
 namespace {
 
 constexpr float kGutterWidth = 150;
+constexpr unsigned kFoldAlpha = 150;  // folded boxes: the kind's colour at 150/255
 constexpr float kAxisHeight = 24;
 constexpr float kHeaderHeight = 22;
 constexpr float kTrackGap = 2;
@@ -109,16 +110,16 @@ struct BandPainter {
       hit0.x = cx - 4, hit1.x = cx + 4;
       channel(kOverlay);
     } else if (item.folded()) {
-      // A fold is the kind's colour at 150/255 over the band. Mixed here, so
+      // A fold is the kind's colour at kFoldAlpha over the band. Mixed here, so
       // that the box stays opaque (the grid lines under it no longer show);
       // blended as before where the selected collective's tint lies under it.
       const ImVec2 a(x0, y0 + 2), b(std::max(x1, x0 + 3), y1 - 2);
       if (b.x < tint_x0 || a.x > tint_x1) {
-        draw->AddRectFilled(a, b, over_band(color, 150));
+        draw->AddRectFilled(a, b, over_band(color, kFoldAlpha));
         channel(kOverlay);
       } else {
         channel(kOverlay);
-        draw->AddRectFilled(a, b, (color & 0x00ffffff) | (150u << IM_COL32_A_SHIFT));
+        draw->AddRectFilled(a, b, (color & 0x00ffffff) | (kFoldAlpha << IM_COL32_A_SHIFT));
       }
       const std::string count = format_count(item.count);
       const ImVec2 ts = ImGui::CalcTextSize(count.c_str());

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,20 @@ inline ViewerRun run_viewer(const std::string& args, const std::string& env = ""
       (env.empty() ? std::string() : "env " + env + " ") + RINGSCOPE_VIEW_BIN + " " + args,
       &run.output);
   return run;
+}
+
+// Calls fn(key, rest) for every line of a --layout-out file: `key` is the
+// line's first word, `rest` the stream positioned after it.
+template <typename Fn>
+void for_each_layout_line(const std::string& path, Fn&& fn) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream rest(line);
+    std::string key;
+    rest >> key;
+    fn(key, rest);
+  }
 }
 
 struct Image {

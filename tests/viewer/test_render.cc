@@ -41,12 +41,7 @@ struct Layout {
 
 Layout read_layout(const std::string& path) {
   Layout l;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream s(line);
-    std::string key;
-    s >> key;
+  test::for_each_layout_line(path, [&](const std::string& key, std::istringstream& s) {
     if (key == "image") s >> l.width >> l.height;
     if (key == "background") s >> l.background[0] >> l.background[1] >> l.background[2];
     if (key == "timeline")
@@ -61,7 +56,7 @@ Layout read_layout(const std::string& path) {
       s >> b.rank >> b.y0 >> b.y1 >> b.header_y0 >> b.header_y1 >> b.label_x0 >> b.label_x1;
       l.bands.push_back(b);
     }
-  }
+  });
   return l;
 }
 

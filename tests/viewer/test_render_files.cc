@@ -38,19 +38,14 @@ struct Layout {
 
 Layout read_layout(const std::string& path) {
   Layout l;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream s(line);
-    std::string key;
-    s >> key;
+  test::for_each_layout_line(path, [&](const std::string& key, std::istringstream& s) {
     if (key == "open_dialog")
       s >> l.dialog_entries >> l.dialog_recent >> l.dialog_missing >> l.dialog[0] >> l.dialog[1] >>
           l.dialog[2] >> l.dialog[3];
     if (key == "bookmarks") s >> l.bookmarks;
     if (key == "band") ++l.bands;
     if (key == "view") l.has_view = static_cast<bool>(s >> l.view_begin >> l.view_end);
-  }
+  });
   return l;
 }
 

@@ -40,12 +40,7 @@ struct TuneRecord {
 
 TuneRecord read_record(const std::string& path) {
   TuneRecord r;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream s(line);
-    std::string key;
-    s >> key;
+  test::for_each_layout_line(path, [&](const std::string& key, std::istringstream& s) {
     auto rect = [&](Rect* out) { s >> out->x0 >> out->y0 >> out->x1 >> out->y1; };
     if (key == "panel") s >> r.panel;
     if (key == "tune_trials") s >> r.trials >> r.fitted;
@@ -59,7 +54,7 @@ TuneRecord read_record(const std::string& path) {
       s >> plot >> p[0] >> p[1];
       (plot == "threshold" ? r.threshold_points : r.cycle_points).push_back(p);
     }
-  }
+  });
   return r;
 }
 
