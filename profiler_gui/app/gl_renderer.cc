@@ -1,8 +1,8 @@
 // The OpenGL side of ringscope-view's drawing, shared by the window and the
 // headless renderer: what makes ImGui's frames cheap for a software
-// rasteriser (llvmpipe) - the font atlas sampled without filtering, opaque
-// rectangles as scissored clears, the timeline's boxes with a flat shader and
-// no blending (the hooks of view/opaque_fill.h) - and the frame's clear.
+// rasteriser (llvmpipe) - the font atlas sampled without filtering, the
+// timeline's fills and boxes with a flat shader and no blending (the hook of
+// view/opaque_fill.h) - and the frame's clear.
 #define GL_GLEXT_PROTOTYPES  // shader objects, for the opaque-geometry hook
 #include <GL/gl.h>
 #include <GL/glext.h>
@@ -31,32 +31,6 @@ void use_nearest_font_texture() {
                 static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-}
-
-// Fills an OpaqueRect (opaque_fill.h) with a scissored clear: no texture,
-// no blending. The backend sets the scissor again for its next command.
-void gl_opaque_fill(const ImDrawList*, const ImDrawCmd* cmd) {
-  const auto* rect = static_cast<const OpaqueRect*>(cmd->UserCallbackData);
-  const ImDrawData* data = ImGui::GetDrawData();
-  const ImVec2 scale = data->FramebufferScale, origin = data->DisplayPos;
-  const float x0 = std::max(rect->min.x, cmd->ClipRect.x) - origin.x;
-  const float y0 = std::max(rect->min.y, cmd->ClipRect.y) - origin.y;
-  const float x1 = std::min(rect->max.x, cmd->ClipRect.z) - origin.x;
-  const float y1 = std::min(rect->max.y, cmd->ClipRect.w) - origin.y;
-  if (x1 <= x0 || y1 <= y0) return;
-  // Pixel centres inside the rectangle, as the rasteriser would fill them.
-  const int px0 = static_cast<int>(std::lround(x0 * scale.x));
-  const int px1 = static_cast<int>(std::lround(x1 * scale.x));
-  const int py0 = static_cast<int>(std::lround(y0 * scale.y));
-  const int py1 = static_cast<int>(std::lround(y1 * scale.y));
-  if (px1 <= px0 || py1 <= py0) return;
-  const int fb_height = static_cast<int>(data->DisplaySize.y * scale.y);
-  glScissor(px0, fb_height - py1, px1 - px0, py1 - py0);
-  const ImU32 c = rect->color;
-  glClearColor(static_cast<float>((c >> IM_COL32_R_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((c >> IM_COL32_G_SHIFT) & 0xff) / 255.0f,
-               static_cast<float>((c >> IM_COL32_B_SHIFT) & 0xff) / 255.0f, 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
 }
 
 // The opaque-geometry hook (opaque_fill.h): a flat shader, no texture, no
@@ -153,7 +127,6 @@ void gl_begin_opaque_geometry(const ImDrawList*, const ImDrawCmd*) {
 
 void setup_renderer() {
   use_nearest_font_texture();
-  set_opaque_filler(gl_opaque_fill);
   set_opaque_geometry_hook(gl_begin_opaque_geometry);
 }
 

@@ -92,7 +92,7 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
 
 // The first frame of a freshly loaded trace does one-time work: every track
 // folds for the first time, and llvmpipe compiles the shader variants the
-// timeline's fills use (the scissored clears alone took ~6 ms). That frame is
+// timeline's fills use (they alone took ~6 ms). That frame is
 // drawn once unseen, while the loading screen is still showing, so that no
 // frame the user sees (or a benchmark counts) carries the cost: measured,
 // the first visible frame went from 20-26 ms to a normal one.

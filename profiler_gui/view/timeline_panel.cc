@@ -67,11 +67,14 @@ struct BandPainter {
   ImFont* label_font;
   float header_text_x1 = 0;  // left edge of the header's right-aligned summary
   std::vector<FoldItem> items;
-  // A band's boxes go to channel kBoxes, between begin_ and
-  // end_opaque_geometry (opaque_fill.h): all opaque, no texture, so the
-  // renderer may fill them flat and unblended. Labels and outlines go to
-  // kOverlay, drawn after them.
-  static constexpr int kBoxes = 0, kOverlay = 1;
+  // The bands are drawn in four layers, each one run of draw commands for
+  // all bands together (a software rasteriser pays per command and per
+  // state change): kBackground (band, gutter and header fills) and kBoxes
+  // lie between begin_ and end_opaque_geometry (opaque_fill.h), all opaque
+  // and untextured, so the renderer may fill them flat and unblended;
+  // kUnderlay (grid, selection tint) is blended between them; kOverlay
+  // (text, outlines, blended folds) comes last.
+  static constexpr int kBackground = 0, kUnderlay = 1, kBoxes = 2, kOverlay = 3, kChannels = 4;
   ImDrawListSplitter split;
   ImU32 band_color = 0;  // the opaque background under the band being drawn
   // x range of the selected collective's tint on this band (empty: none).
@@ -165,6 +168,7 @@ struct BandPainter {
     const float sx = map.x(selected->rank_start_ns[r]);
     const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
     tint_x0 = sx, tint_x1 = ex;
+    channel(kUnderlay);
     draw->AddRectFilled(ImVec2(sx, band_y0 + kHeaderHeight), ImVec2(ex, band_y1 - kBandGap),
                         colors::kHighlightFill);
   }
@@ -174,6 +178,7 @@ struct BandPainter {
     const float sx = map.x(selected->rank_start_ns[r]);
     const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
     const float header_y1 = band_y0 + kHeaderHeight;
+    channel(kOverlay);
     draw->AddRectFilled(ImVec2(sx, header_y1 - 5), ImVec2(ex, header_y1 - 1), colors::kHighlight);
     const int64_t ready = selected->ready_ns[r];
     if (ready < 0) return;
@@ -197,8 +202,10 @@ struct BandPainter {
 
   void draw_header(const RankTimeline& rank, size_t r, float y0, float right) {
     const float y1 = y0 + kHeaderHeight;
+    channel(kBackground);
     add_opaque_rect(draw, ImVec2(map.x0 - kGutterWidth, y0), ImVec2(right, y1),
                     colors::kBandHeader);
+    channel(kOverlay);
     const bool collapsed = state.rank_collapsed[r];
     const std::string label =
         std::string(collapsed ? "> " : "v ") + "rank " + std::to_string(rank.info.rank);
@@ -313,7 +320,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       model,    state,       ImGui::GetWindowDrawList(),
       map,      io.MousePos, area_hovered && !state.dragging && io.MousePos.x >= map.x0,
       selected, row_h,       label_font(),
-      0,        {}};
+      0,        {},          {}};
   state.hovered.reset();
   if (flows->key != state.selected_collective) {
     flows->key = state.selected_collective;
@@ -321,6 +328,10 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     if (selected) ring_flows(model, selected->key, &flows->flows);
   }
   std::vector<float> ring_y(ranks.size(), NAN);
+  ImDrawList* draw = painter.draw;
+  painter.split.Split(draw, BandPainter::kChannels);
+  for (int c : {BandPainter::kBackground, BandPainter::kBoxes})
+    painter.channel(c), begin_opaque_geometry(draw);
   float y = top.y;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTimeline& rank = ranks[r];
@@ -330,17 +341,17 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       y = band_y1;
       continue;
     }
-    ImDrawList* draw = painter.draw;
-    // Opaque backgrounds (a scissored clear where main() installed one); the
-    // header covers the band's top.
-    // Even bands are the frame's clear colour (main() clears to kBackground):
-    // nothing to fill, which a software rasteriser notices.
+    // Opaque backgrounds; the header covers the band's top. Even bands are
+    // the frame's clear colour (main() clears to kBackground): nothing to
+    // fill, which a software rasteriser notices.
     painter.band_color = r % 2 ? colors::kBandOdd : colors::kBackground;
+    painter.channel(BandPainter::kBackground);
     if (r % 2)
       add_opaque_rect(draw, ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
                       colors::kBandOdd);
     add_opaque_rect(draw, ImVec2(top.x, y + kHeaderHeight), ImVec2(map.x0, band_y1 - kBandGap),
                     colors::kGutter);
+    painter.channel(BandPainter::kUnderlay);
     draw_time_grid(draw, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
     painter.draw_header(rank, r, y, right);
     if (area_hovered && ImGui::IsMouseClicked(0) && io.MousePos.y >= y &&
@@ -358,9 +369,6 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       float ty = y + kHeaderHeight + kTrackGap;
       draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
       painter.draw_selection_fill(r, y, band_y1);
-      painter.split.Split(draw, 2);
-      painter.channel(BandPainter::kBoxes);
-      begin_opaque_geometry(draw);
       painter.channel(BandPainter::kOverlay);
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
@@ -374,14 +382,13 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
             painter.draw_item(track, item, ty + item.row * row_h,
                               EventRef{static_cast<uint32_t>(r), k, item.first});
         }
+        painter.channel(BandPainter::kUnderlay);
         draw->AddLine(ImVec2(map.x0, ty + th + 1), ImVec2(right, ty + th + 1), colors::kRowLine);
         ty += th + kTrackGap;
       }
-      painter.channel(BandPainter::kBoxes);
-      end_opaque_geometry(draw);
-      painter.split.Merge(draw);
       painter.draw_selection_marks(r, y, band_y1);
       draw->PopClipRect();
+      painter.channel(BandPainter::kOverlay);
       ty = y + kHeaderHeight + kTrackGap;
       for (const Track& track : rank.tracks) {
         draw->AddText(ImVec2(top.x + 18, ty + (row_h - ImGui::GetFontSize()) / 2), colors::kTextDim,
@@ -391,8 +398,10 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     }
     y = band_y1;
   }
+  for (int c : {BandPainter::kBackground, BandPainter::kBoxes})
+    painter.channel(c), end_opaque_geometry(draw);
+  painter.split.Merge(draw);
   if (!flows->flows.empty()) {
-    ImDrawList* draw = painter.draw;
     draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
     layout->flow_arrows = draw_ring_flow_arrows(draw, map, flows->flows, ring_y);
     draw->PopClipRect();
