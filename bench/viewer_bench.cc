@@ -250,8 +250,9 @@ int main(int argc, char** argv) {
         << ",\"load_average_end\":" << load_average_end;
     for (const FrameStats& f : stats)
       out << ",\"" << f.name << "_median_ms\":" << f.median_ms << ",\"" << f.name
-          << "_p99_ms\":" << f.p99_ms << ",\"" << f.name << "_ui_median_ms\":" << f.ui_median_ms
-          << ",\"" << f.name << "_ui_p99_ms\":" << f.ui_p99_ms;
+          << "_p99_ms\":" << f.p99_ms << ",\"" << f.name << "_max_ms\":" << f.max_ms << ",\""
+          << f.name << "_ui_median_ms\":" << f.ui_median_ms << ",\"" << f.name
+          << "_ui_p99_ms\":" << f.ui_p99_ms;
     out << "}\n";
   }
   return 0;

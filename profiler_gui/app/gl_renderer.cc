@@ -1,9 +1,9 @@
 // The OpenGL side of ringscope-view's drawing, shared by the window and the
 // headless renderer: what makes ImGui's frames cheap for a software
 // rasteriser (llvmpipe) - the font atlas sampled without filtering, the
-// timeline's fills and boxes with a flat shader and no blending (the hook of
-// view/opaque_fill.h) - and the frame's clear.
-#define GL_GLEXT_PROTOTYPES  // shader objects, for the opaque-geometry hook
+// timeline's fills and boxes as one CPU-drawn image (view/pixel_layer.h)
+// blitted into place - and the frame's clear.
+#define GL_GLEXT_PROTOTYPES  // framebuffer objects, for the pixel-layer blit
 #include <GL/gl.h>
 #include <GL/glext.h>
 
@@ -16,14 +16,14 @@
 
 #include "backends/imgui_impl_opengl3.h"
 #include "imgui.h"
-#include "view/opaque_fill.h"
 #include "view/palette.h"
+#include "view/pixel_layer.h"
 
 namespace ringscope::view {
 namespace {
 
 // After ImGui_ImplOpenGL3_Init: the font atlas sampled GL_NEAREST. Every pixel
-// ImGui draws samples it (boxes use its white texel); bilinear filtering is
+// ImGui draws samples it (solid shapes use its white texel); bilinear filtering is
 // the most expensive part of that in a software rasteriser (llvmpipe).
 void use_nearest_font_texture() {
   ImGui_ImplOpenGL3_CreateDeviceObjects();
@@ -33,101 +33,88 @@ void use_nearest_font_texture() {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
 }
 
-// The opaque-geometry hook (opaque_fill.h): a flat shader, no texture, no
-// blending, for the timeline's boxes, which are opaque and untextured. It
-// runs inside ImGui's OpenGL3 renderer, whose program is current: ours binds
-// the same attribute locations (the vertex array is ImGui's) and copies its
-// projection; ImDrawCallback_ResetRenderState switches back. If the program
-// cannot be built, ImGui's stays (same pixels, dearer to fill).
-class FlatGeometryProgram {
+// Puts a PixelLayer (view/pixel_layer.h) on the framebuffer being drawn:
+// the image goes into a texture attached to a read framebuffer, then one
+// unscaled glBlitFramebuffer copies it into place (llvmpipe does that as a
+// plain copy). Runs as an ImDrawList callback inside ImGui's renderer, so it
+// leaves the scissor test on and the bindings as it found them.
+class PixelLayerBlitter {
  public:
-  void use() {
-    GLint imgui = 0;
-    glGetIntegerv(GL_CURRENT_PROGRAM, &imgui);
-    if (imgui == 0) return;
-    if (!tried_) build(static_cast<GLuint>(imgui)), tried_ = true;
-    if (!program_) return;
-    GLfloat projection[16];
-    glGetUniformfv(static_cast<GLuint>(imgui),
-                   glGetUniformLocation(static_cast<GLuint>(imgui), "ProjMtx"), projection);
-    glUseProgram(program_);
-    glUniformMatrix4fv(projection_, 1, GL_FALSE, projection);
-    glDisable(GL_BLEND);
+  void blit(const PixelLayer& layer) {
+    if (layer.empty() || !allocate(layer.width(), layer.height())) return;
+    GLint texture = 0, read_framebuffer = 0, unpack_row_length = 0, unpack_alignment = 4;
+    glGetIntegerv(GL_TEXTURE_BINDING_2D, &texture);
+    glGetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &read_framebuffer);
+    glGetIntegerv(GL_UNPACK_ROW_LENGTH, &unpack_row_length);
+    glGetIntegerv(GL_UNPACK_ALIGNMENT, &unpack_alignment);
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, texture_);
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, layer.width(), layer.height(), GL_RGBA,
+                    GL_UNSIGNED_BYTE, layer.data());
+    // Framebuffer rows count from the bottom; the layer's are bottom first.
+    const ImDrawData* data = ImGui::GetDrawData();
+    const int origin_x =
+        static_cast<int>(std::lround(data->DisplayPos.x * data->FramebufferScale.x));
+    const int origin_y =
+        static_cast<int>(std::lround(data->DisplayPos.y * data->FramebufferScale.y));
+    const int fb_height =
+        static_cast<int>(std::lround(data->DisplaySize.y * data->FramebufferScale.y));
+    const int x0 = layer.pixel_x() - origin_x;
+    const int y0 = fb_height - (layer.pixel_y() - origin_y + layer.height());
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer_);
+    glDisable(GL_SCISSOR_TEST);
+    glBlitFramebuffer(0, 0, layer.width(), layer.height(), x0, y0, x0 + layer.width(),
+                      y0 + layer.height(), GL_COLOR_BUFFER_BIT, GL_NEAREST);
+    glEnable(GL_SCISSOR_TEST);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, static_cast<GLuint>(read_framebuffer));
+    glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(texture));
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, unpack_row_length);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, unpack_alignment);
   }
 
  private:
-  void build(GLuint imgui) {
-    const GLint position = glGetAttribLocation(imgui, "Position");
-    const GLint color = glGetAttribLocation(imgui, "Color");
-    if (position < 0 || color < 0) return;
-    const char* vertex =
-        "#version 330 core\n"
-        "uniform mat4 ProjMtx;\n"
-        "in vec2 Position;\n"
-        "in vec4 Color;\n"
-        "out vec4 Frag_Color;\n"
-        "void main() { Frag_Color = Color; gl_Position = ProjMtx * vec4(Position, 0, 1); }\n";
-    const char* fragment =
-        "#version 330 core\n"
-        "in vec4 Frag_Color;\n"
-        "out vec4 Out_Color;\n"
-        "void main() { Out_Color = Frag_Color; }\n";
-    const GLuint vs = compile(GL_VERTEX_SHADER, vertex), fs = compile(GL_FRAGMENT_SHADER, fragment);
-    GLuint program = 0;
-    GLint linked = 0;
-    if (vs && fs) {
-      program = glCreateProgram();
-      glAttachShader(program, vs);
-      glAttachShader(program, fs);
-      glBindAttribLocation(program, static_cast<GLuint>(position), "Position");
-      glBindAttribLocation(program, static_cast<GLuint>(color), "Color");
-      glLinkProgram(program);
-      glGetProgramiv(program, GL_LINK_STATUS, &linked);
+  // A texture of exactly w x h behind the read framebuffer; false (said once)
+  // if the framebuffer cannot be completed.
+  bool allocate(int w, int h) {
+    if (w == width_ && h == height_) return framebuffer_ != 0;
+    width_ = w, height_ = h;
+    GLint texture = 0, read_framebuffer = 0;
+    glGetIntegerv(GL_TEXTURE_BINDING_2D, &texture);
+    glGetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &read_framebuffer);
+    if (!texture_) glGenTextures(1, &texture_);
+    glBindTexture(GL_TEXTURE_2D, texture_);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+    if (!framebuffer_) glGenFramebuffers(1, &framebuffer_);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer_);
+    glFramebufferTexture2D(GL_READ_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, texture_, 0);
+    const bool complete = glCheckFramebufferStatus(GL_READ_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, static_cast<GLuint>(read_framebuffer));
+    glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(texture));
+    if (!complete) {
+      std::fprintf(stderr, "ringscope-view: cannot draw the timeline (framebuffer incomplete)\n");
+      glDeleteFramebuffers(1, &framebuffer_);
+      framebuffer_ = 0;
     }
-    if (vs) glDeleteShader(vs);
-    if (fs) glDeleteShader(fs);
-    if (!linked) {
-      char log[512] = "";
-      if (program) glGetProgramInfoLog(program, sizeof log, nullptr, log);
-      std::fprintf(stderr, "ringscope-view: flat shader unavailable (%s); boxes use ImGui's\n",
-                   vs && fs ? log : "compile failed");
-      if (program) glDeleteProgram(program);
-      return;
-    }
-    program_ = program;
-    projection_ = glGetUniformLocation(program, "ProjMtx");
-  }
-  // The shader, or 0 (deleted) if it did not compile.
-  static GLuint compile(GLenum type, const char* source) {
-    const GLuint shader = glCreateShader(type);
-    glShaderSource(shader, 1, &source, nullptr);
-    glCompileShader(shader);
-    GLint ok = 0;
-    glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-    if (ok) return shader;
-    glDeleteShader(shader);
-    return 0;
+    return complete;
   }
 
-  bool tried_ = false;
-  GLuint program_ = 0;
-  GLint projection_ = -1;
+  GLuint texture_ = 0, framebuffer_ = 0;
+  int width_ = -1, height_ = -1;
 };
 
-FlatGeometryProgram& flat_geometry_program() {
-  static FlatGeometryProgram program;  // one GL context per process
-  return program;
-}
-
-void gl_begin_opaque_geometry(const ImDrawList*, const ImDrawCmd*) {
-  flat_geometry_program().use();
+void gl_blit_pixel_layer(const ImDrawList*, const ImDrawCmd* cmd) {
+  static PixelLayerBlitter blitter;  // one GL context per process
+  blitter.blit(*static_cast<const PixelLayer*>(cmd->UserCallbackData));
 }
 
 }  // namespace
 
 void setup_renderer() {
   use_nearest_font_texture();
-  set_opaque_geometry_hook(gl_begin_opaque_geometry);
+  PixelLayer::set_renderer(gl_blit_pixel_layer);
 }
 
 // The frame starts as the window background (the main window draws none).

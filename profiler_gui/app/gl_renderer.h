@@ -5,8 +5,8 @@
 
 namespace ringscope::view {
 
-// The font atlas sampled GL_NEAREST, and the opaque-geometry hook of
-// view/opaque_fill.h installed. Needs the GL context current.
+// The font atlas sampled GL_NEAREST and the pixel-layer blit of
+// view/pixel_layer.h installed. Needs the GL context current.
 void setup_renderer();
 // The frame starts as the window background (the main window draws none).
 void clear_to_background();

@@ -10,6 +10,7 @@
 #include "bookmarks.h"
 #include "collective_search.h"
 #include "imgui.h"
+#include "pixel_layer.h"
 #include "ring_flows.h"
 #include "time_breakdown.h"
 #include "timeline_model.h"
@@ -96,11 +97,13 @@ void draw_legend(const TimelineModel& model, ViewState& state);
 // Ticks and labels (times relative to origin_ns) across `map`, in a strip of height h at y.
 void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h, int64_t origin_ns);
 // Vertical grid lines matching the axis ticks, between y0 and y1.
-void draw_time_grid(ImDrawList* draw, const TimeToScreen& map, float y0, float y1,
+void draw_time_grid(PixelLayer* pixels, const TimeToScreen& map, float y0, float y1,
                     int64_t origin_ns);
 void draw_event_tooltip(TimelineModel& model, const HoveredItem& item);
+// The bands' fills, grid and boxes go to `pixels`, which the frame's draw
+// data shows (PixelLayer::draw): it must live until the frame is rendered.
 void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* flows,
-                         FrameLayout* layout);
+                         PixelLayer* pixels, FrameLayout* layout);
 // Arrows from each send step to the matching step on the peer rank; ring_y[r]
 // is the centre of rank index r's ring track on screen (NaN: not visible).
 int draw_ring_flow_arrows(ImDrawList* draw, const TimeToScreen& map,

@@ -42,13 +42,12 @@ void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h,
                 colors::kTextDim);
 }
 
-void draw_time_grid(ImDrawList* draw, const TimeToScreen& map, float y0, float y1,
+void draw_time_grid(PixelLayer* pixels, const TimeToScreen& map, float y0, float y1,
                     int64_t origin_ns) {
   const TickStep tick = choose_tick_step(1.0 / map.px_per_ns(), kMinLabelSpacingPx);
   const int64_t rel_begin = map.begin_ns - origin_ns, rel_end = map.end_ns - origin_ns;
   for (int64_t t = first_tick(rel_begin, tick.step_ns); t <= rel_end; t += tick.step_ns) {
-    const float x = std::floor(map.x(t + origin_ns)) + 0.5f;
-    draw->AddLine(ImVec2(x, y0), ImVec2(x, y1), colors::kGrid);
+    pixels->blend_column(map.x(t + origin_ns), y0, y1, colors::kGrid);
   }
 }
 

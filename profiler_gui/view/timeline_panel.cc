@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "opaque_fill.h"
 #include "palette.h"
 #include "panels.h"
+#include "pixel_layer.h"
 #include "time_format.h"
 
 namespace ringscope::view {
@@ -59,6 +59,7 @@ struct BandPainter {
   TimelineModel& model;
   ViewState& state;
   ImDrawList* draw;
+  PixelLayer* pixels;  // fills, grid, tint and boxes: under everything else
   TimeToScreen map;
   ImVec2 mouse;
   bool mouse_in_timeline;
@@ -67,20 +68,9 @@ struct BandPainter {
   ImFont* label_font;
   float header_text_x1 = 0;  // left edge of the header's right-aligned summary
   std::vector<FoldItem> items;
-  // The bands are drawn in four layers, each one run of draw commands for
-  // all bands together (a software rasteriser pays per command and per
-  // state change): kBackground (band, gutter and header fills) and kBoxes
-  // lie between begin_ and end_opaque_geometry (opaque_fill.h), all opaque
-  // and untextured, so the renderer may fill them flat and unblended;
-  // kUnderlay (grid, selection tint) is blended between them; kOverlay
-  // (text, outlines, blended folds) comes last.
-  static constexpr int kBackground = 0, kUnderlay = 1, kBoxes = 2, kOverlay = 3, kChannels = 4;
-  ImDrawListSplitter split;
   ImU32 band_color = 0;  // the opaque background under the band being drawn
   // x range of the selected collective's tint on this band (empty: none).
   float tint_x0 = 0, tint_x1 = -1;
-
-  void channel(int c) { split.SetCurrentChannel(draw, c); }
 
   // `color` at `alpha` over the band: the same pixel as a blended fill.
   ImU32 over_band(ImU32 color, unsigned alpha) const {
@@ -104,34 +94,28 @@ struct BandPainter {
     const float x0 = map.x0 + item.x0, x1 = map.x0 + item.x1;
     const float y0 = row_y + 1, y1 = row_y + row_h - 1;
     ImVec2 hit0(x0, y0), hit1(std::max(x1, x0 + 2), y1);
-    channel(kBoxes);
     if (!item.folded() && is_instant(item.kind)) {
       const float cx = std::floor(x0) + 0.5f;
-      draw->AddTriangleFilled(ImVec2(cx - 3.5f, y0), ImVec2(cx + 3.5f, y0), ImVec2(cx, y0 + 6),
-                              color);
-      draw->AddRectFilled(ImVec2(cx - 0.5f, y0), ImVec2(cx + 0.5f, y1), color);
+      pixels->fill_triangle(ImVec2(cx - 3.5f, y0), ImVec2(cx + 3.5f, y0), ImVec2(cx, y0 + 6),
+                            color);
+      pixels->fill_rect(ImVec2(cx - 0.5f, y0), ImVec2(cx + 0.5f, y1), color);
       hit0.x = cx - 4, hit1.x = cx + 4;
-      channel(kOverlay);
     } else if (item.folded()) {
-      // A fold is the kind's colour at kFoldAlpha over the band. Mixed here, so
-      // that the box stays opaque (the grid lines under it no longer show);
-      // blended as before where the selected collective's tint lies under it.
+      // A fold is the kind's colour at kFoldAlpha over the band: mixed with
+      // the band's colour (the grid lines under it no longer show), or
+      // blended where the selected collective's tint lies under it.
       const ImVec2 a(x0, y0 + 2), b(std::max(x1, x0 + 3), y1 - 2);
-      if (b.x < tint_x0 || a.x > tint_x1) {
-        draw->AddRectFilled(a, b, over_band(color, kFoldAlpha));
-        channel(kOverlay);
-      } else {
-        channel(kOverlay);
-        draw->AddRectFilled(a, b, (color & 0x00ffffff) | (kFoldAlpha << IM_COL32_A_SHIFT));
-      }
+      if (b.x < tint_x0 || a.x > tint_x1)
+        pixels->fill_rect(a, b, over_band(color, kFoldAlpha));
+      else
+        pixels->blend_rect(a, b, (color & 0x00ffffff) | (kFoldAlpha << IM_COL32_A_SHIFT));
       const std::string count = format_count(item.count);
       const ImVec2 ts = ImGui::CalcTextSize(count.c_str());
       if (x1 - x0 > ts.x + 6)
         draw->AddText(ImVec2((x0 + x1 - ts.x) / 2, y0 + (y1 - y0 - ts.y) / 2), colors::kText,
                       count.c_str());
     } else {
-      draw->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1.5f), y1), color);
-      channel(kOverlay);
+      pixels->fill_rect(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1.5f), y1), color);
       // Label inside the box when at least the kind's label fits (small font).
       const char* kind = kind_label(item.kind);
       if (x1 - x0 > label_font->CalcTextSizeA(label_font->FontSize, 1e9f, 0, kind).x + 8) {
@@ -168,9 +152,8 @@ struct BandPainter {
     const float sx = map.x(selected->rank_start_ns[r]);
     const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
     tint_x0 = sx, tint_x1 = ex;
-    channel(kUnderlay);
-    draw->AddRectFilled(ImVec2(sx, band_y0 + kHeaderHeight), ImVec2(ex, band_y1 - kBandGap),
-                        colors::kHighlightFill);
+    pixels->blend_rect(ImVec2(sx, band_y0 + kHeaderHeight), ImVec2(ex, band_y1 - kBandGap),
+                       colors::kHighlightFill);
   }
 
   void draw_selection_marks(size_t r, float band_y0, float band_y1) {
@@ -178,7 +161,6 @@ struct BandPainter {
     const float sx = map.x(selected->rank_start_ns[r]);
     const float ex = std::max(map.x(selected->rank_end_ns[r]), sx + 3);
     const float header_y1 = band_y0 + kHeaderHeight;
-    channel(kOverlay);
     draw->AddRectFilled(ImVec2(sx, header_y1 - 5), ImVec2(ex, header_y1 - 1), colors::kHighlight);
     const int64_t ready = selected->ready_ns[r];
     if (ready < 0) return;
@@ -202,10 +184,7 @@ struct BandPainter {
 
   void draw_header(const RankTimeline& rank, size_t r, float y0, float right) {
     const float y1 = y0 + kHeaderHeight;
-    channel(kBackground);
-    add_opaque_rect(draw, ImVec2(map.x0 - kGutterWidth, y0), ImVec2(right, y1),
-                    colors::kBandHeader);
-    channel(kOverlay);
+    pixels->fill_rect(ImVec2(map.x0 - kGutterWidth, y0), ImVec2(right, y1), colors::kBandHeader);
     const bool collapsed = state.rank_collapsed[r];
     const std::string label =
         std::string(collapsed ? "> " : "v ") + "rank " + std::to_string(rank.info.rank);
@@ -285,7 +264,7 @@ void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& ma
 }  // namespace
 
 void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* flows,
-                         FrameLayout* layout) {
+                         PixelLayer* pixels, FrameLayout* layout) {
   const auto& ranks = model.ranks();
   state.rank_collapsed.resize(ranks.size(), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -316,11 +295,18 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       state.selected_collective ? model.trace().stragglers.find(*state.selected_collective)
                                 : nullptr;
   const float row_h = fitting_row_height(ranks, state.rank_collapsed, view_y1 - view_y0 - kBandGap);
-  BandPainter painter{
-      model,    state,       ImGui::GetWindowDrawList(),
-      map,      io.MousePos, area_hovered && !state.dragging && io.MousePos.x >= map.x0,
-      selected, row_h,       label_font(),
-      0,        {},          {}};
+  BandPainter painter{model,
+                      state,
+                      ImGui::GetWindowDrawList(),
+                      pixels,
+                      map,
+                      io.MousePos,
+                      area_hovered && !state.dragging && io.MousePos.x >= map.x0,
+                      selected,
+                      row_h,
+                      label_font(),
+                      0,
+                      {}};
   state.hovered.reset();
   if (flows->key != state.selected_collective) {
     flows->key = state.selected_collective;
@@ -329,9 +315,12 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
   }
   std::vector<float> ring_y(ranks.size(), NAN);
   ImDrawList* draw = painter.draw;
-  painter.split.Split(draw, BandPainter::kChannels);
-  for (int c : {BandPainter::kBackground, BandPainter::kBoxes})
-    painter.channel(c), begin_opaque_geometry(draw);
+  // The pixel layer first, cleared to the frame's background: every fill,
+  // grid line and box of the visible bands. ImGui draws text, outlines and
+  // marks over it.
+  pixels->reset(ImVec2(top.x, view_y0), ImVec2(right, view_y1), io.DisplayFramebufferScale,
+                colors::kBackground);
+  pixels->draw(draw);
   float y = top.y;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTimeline& rank = ranks[r];
@@ -341,18 +330,15 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       y = band_y1;
       continue;
     }
-    // Opaque backgrounds; the header covers the band's top. Even bands are
-    // the frame's clear colour (main() clears to kBackground): nothing to
-    // fill, which a software rasteriser notices.
+    // Backgrounds; the header covers the band's top. Even bands are the
+    // layer's clear colour.
     painter.band_color = r % 2 ? colors::kBandOdd : colors::kBackground;
-    painter.channel(BandPainter::kBackground);
     if (r % 2)
-      add_opaque_rect(draw, ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
-                      colors::kBandOdd);
-    add_opaque_rect(draw, ImVec2(top.x, y + kHeaderHeight), ImVec2(map.x0, band_y1 - kBandGap),
-                    colors::kGutter);
-    painter.channel(BandPainter::kUnderlay);
-    draw_time_grid(draw, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
+      pixels->fill_rect(ImVec2(map.x0, y + kHeaderHeight), ImVec2(right, band_y1 - kBandGap),
+                        colors::kBandOdd);
+    pixels->fill_rect(ImVec2(top.x, y + kHeaderHeight), ImVec2(map.x0, band_y1 - kBandGap),
+                      colors::kGutter);
+    draw_time_grid(pixels, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
     painter.draw_header(rank, r, y, right);
     if (area_hovered && ImGui::IsMouseClicked(0) && io.MousePos.y >= y &&
         io.MousePos.y < y + kHeaderHeight && io.MousePos.x < map.x0)
@@ -369,7 +355,6 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       float ty = y + kHeaderHeight + kTrackGap;
       draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
       painter.draw_selection_fill(r, y, band_y1);
-      painter.channel(BandPainter::kOverlay);
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
         const float th = static_cast<float>(track.rows()) * row_h;
@@ -382,13 +367,11 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
             painter.draw_item(track, item, ty + item.row * row_h,
                               EventRef{static_cast<uint32_t>(r), k, item.first});
         }
-        painter.channel(BandPainter::kUnderlay);
-        draw->AddLine(ImVec2(map.x0, ty + th + 1), ImVec2(right, ty + th + 1), colors::kRowLine);
+        pixels->blend_row(ty + th + 1, map.x0, right, colors::kRowLine);
         ty += th + kTrackGap;
       }
       painter.draw_selection_marks(r, y, band_y1);
       draw->PopClipRect();
-      painter.channel(BandPainter::kOverlay);
       ty = y + kHeaderHeight + kTrackGap;
       for (const Track& track : rank.tracks) {
         draw->AddText(ImVec2(top.x + 18, ty + (row_h - ImGui::GetFontSize()) / 2), colors::kTextDim,
@@ -398,9 +381,6 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     }
     y = band_y1;
   }
-  for (int c : {BandPainter::kBackground, BandPainter::kBoxes})
-    painter.channel(c), end_opaque_geometry(draw);
-  painter.split.Merge(draw);
   if (!flows->flows.empty()) {
     draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
     layout->flow_arrows = draw_ring_flow_arrows(draw, map, flows->flows, ring_y);

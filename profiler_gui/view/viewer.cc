@@ -278,7 +278,7 @@ void Viewer::draw_frame() {
     const float timeline_h = avail - state_.bottom_panel_height - kSplitterHeight;
     ImGui::BeginChild("timeline", ImVec2(0, timeline_h), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-    draw_timeline_panel(model_, state_, &flow_cache_, &layout_);
+    draw_timeline_panel(model_, state_, &flow_cache_, &timeline_pixels_, &layout_);
     ImGui::EndChild();
     ImGui::InvisibleButton("splitter", ImVec2(-1, kSplitterHeight));
     if (ImGui::IsItemActive()) state_.bottom_panel_height -= io.MouseDelta.y;

@@ -73,6 +73,7 @@ class Viewer {
   ViewState state_;
   StragglersTableCache stragglers_cache_;
   RingFlowCache flow_cache_;
+  PixelLayer timeline_pixels_;  // drawn each frame, read when the frame renders
   SearchCache search_cache_;
   BreakdownCache breakdown_cache_;
   SettingsCache settings_cache_;

@@ -268,7 +268,7 @@ TEST_CASE("compare panel shows both traces side by side", "[render][compare]") {
 }
 
 TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band", "[render][fold]") {
-  // Boxes are drawn opaque with a flat, unblended shader; a fold's colour is
+  // Boxes are written opaque into the pixel layer; a fold's colour is
   // mixed with the band's on the CPU. Both bands' backgrounds must show
   // through the mix: the clear colour under even ranks, kBandOdd under odd.
   test::TempDir dir;

@@ -1,0 +1,126 @@
+// PixelLayer (see pixel_layer.h): rectangles, triangles and grid columns
+// written into an RGBA image with the rasteriser's pixel-centre rule.
+#include "pixel_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ringscope::view {
+namespace {
+
+ImDrawCallback g_renderer = nullptr;  // set once by main(), before any frame
+
+// `color` at `alpha` over `under`, per 8-bit channel, rounded: the pixel a
+// blended fill (src_alpha, one_minus_src_alpha) produces.
+uint32_t mix(uint32_t color, uint32_t under, unsigned alpha) {
+  uint32_t out = IM_COL32_A_MASK;
+  for (unsigned shift : {IM_COL32_R_SHIFT, IM_COL32_G_SHIFT, IM_COL32_B_SHIFT}) {
+    const unsigned top = (color >> shift) & 0xff, below = (under >> shift) & 0xff;
+    out |= ((top * alpha + below * (255 - alpha) + 127) / 255) << shift;
+  }
+  return out;
+}
+
+}  // namespace
+
+void PixelLayer::reset(ImVec2 min, ImVec2 max, ImVec2 scale, ImU32 clear) {
+  scale_ = scale;
+  pixel_x_ = static_cast<int>(std::lround(min.x * scale.x));
+  pixel_y_ = static_cast<int>(std::lround(min.y * scale.y));
+  width_ = std::max(0, static_cast<int>(std::lround(max.x * scale.x)) - pixel_x_);
+  height_ = std::max(0, static_cast<int>(std::lround(max.y * scale.y)) - pixel_y_);
+  pixels_.assign(static_cast<size_t>(width_) * static_cast<size_t>(height_),
+                 clear | IM_COL32_A_MASK);
+}
+
+void PixelLayer::span(float lo, float hi, int origin, int size, int* first, int* end) {
+  // Centre i + 0.5 in [lo, hi)  <=>  ceil(lo - 0.5) <= i < ceil(hi - 0.5),
+  // with v first snapped to 1/256 pixel as a GL rasteriser's fixed-point
+  // vertex positions are (llvmpipe: 8 sub-pixel bits).
+  const auto bound = [&](float v) {
+    const float snapped = std::round(v * 256.0f) / 256.0f;
+    const float p = std::ceil(snapped - 0.5f) - static_cast<float>(origin);
+    return static_cast<int>(std::clamp(p, 0.0f, static_cast<float>(size)));
+  };
+  *first = bound(lo);
+  *end = std::max(*first, bound(hi));
+}
+
+void PixelLayer::fill_rect(ImVec2 min, ImVec2 max, ImU32 color) {
+  int x0, x1, y0, y1;
+  span(min.x * scale_.x, max.x * scale_.x, pixel_x_, width_, &x0, &x1);
+  span(min.y * scale_.y, max.y * scale_.y, pixel_y_, height_, &y0, &y1);
+  if (x0 == x1) return;
+  color |= IM_COL32_A_MASK;
+  for (int y = y0; y < y1; ++y) std::fill(row(y) + x0, row(y) + x1, color);
+}
+
+void PixelLayer::blend_rect(ImVec2 min, ImVec2 max, ImU32 color) {
+  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
+  if (alpha == 255) return fill_rect(min, max, color);
+  if (alpha == 0) return;
+  int x0, x1, y0, y1;
+  span(min.x * scale_.x, max.x * scale_.x, pixel_x_, width_, &x0, &x1);
+  span(min.y * scale_.y, max.y * scale_.y, pixel_y_, height_, &y0, &y1);
+  for (int y = y0; y < y1; ++y)
+    for (uint32_t *p = row(y) + x0, *e = row(y) + x1; p != e; ++p) *p = mix(color, *p, alpha);
+}
+
+void PixelLayer::fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color) {
+  const ImVec2 v[3] = {ImVec2(a.x * scale_.x, a.y * scale_.y),
+                       ImVec2(b.x * scale_.x, b.y * scale_.y),
+                       ImVec2(c.x * scale_.x, c.y * scale_.y)};
+  const float top = std::min({v[0].y, v[1].y, v[2].y}), bottom = std::max({v[0].y, v[1].y, v[2].y});
+  int y0, y1;
+  span(top, bottom, pixel_y_, height_, &y0, &y1);
+  color |= IM_COL32_A_MASK;
+  for (int y = y0; y < y1; ++y) {
+    // The triangle's extent along this row of pixel centres.
+    const float yc = static_cast<float>(pixel_y_ + y) + 0.5f;
+    float left = INFINITY, right = -INFINITY;
+    for (int e = 0; e < 3; ++e) {
+      const ImVec2 p = v[e], q = v[(e + 1) % 3];
+      if (p.y == q.y || yc < std::min(p.y, q.y) || yc > std::max(p.y, q.y)) continue;
+      const float x = p.x + (yc - p.y) * (q.x - p.x) / (q.y - p.y);
+      left = std::min(left, x), right = std::max(right, x);
+    }
+    if (!(left < right)) continue;
+    int x0, x1;
+    span(left, right, pixel_x_, width_, &x0, &x1);
+    std::fill(row(y) + x0, row(y) + x1, color);
+  }
+}
+
+void PixelLayer::blend_column(float x, float y0, float y1, ImU32 color) {
+  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
+  const int first = static_cast<int>(std::floor(x * scale_.x)) - pixel_x_;
+  const int last = std::min(width_, first + std::max(1, static_cast<int>(std::lround(scale_.x))));
+  int r0, r1;
+  span(y0 * scale_.y, y1 * scale_.y, pixel_y_, height_, &r0, &r1);
+  for (int y = r0; y < r1; ++y)
+    for (int i = std::max(0, first); i < last; ++i) row(y)[i] = mix(color, row(y)[i], alpha);
+}
+
+void PixelLayer::blend_row(float y, float x0, float x1, ImU32 color) {
+  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
+  const int first = static_cast<int>(std::floor(y * scale_.y)) - pixel_y_;
+  const int last = std::min(height_, first + std::max(1, static_cast<int>(std::lround(scale_.y))));
+  int c0, c1;
+  span(x0 * scale_.x, x1 * scale_.x, pixel_x_, width_, &c0, &c1);
+  for (int y_ = std::max(0, first); y_ < last; ++y_)
+    for (uint32_t *p = row(y_) + c0, *e = row(y_) + c1; p != e; ++p) *p = mix(color, *p, alpha);
+}
+
+void PixelLayer::set_renderer(ImDrawCallback blit) { g_renderer = blit; }
+
+void PixelLayer::draw(ImDrawList* draw) const {
+  if (g_renderer && !empty()) draw->AddCallback(g_renderer, const_cast<PixelLayer*>(this));
+}
+
+uint32_t PixelLayer::at(int x, int y) const {
+  x -= pixel_x_, y -= pixel_y_;
+  if (x < 0 || y < 0 || x >= width_ || y >= height_) return 0;
+  return pixels_[static_cast<size_t>(height_ - 1 - y) * static_cast<size_t>(width_) + x];
+}
+
+}  // namespace ringscope::view
