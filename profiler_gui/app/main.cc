@@ -16,6 +16,7 @@
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "imgui.h"
+#include "input_script.h"
 #include "view/palette.h"
 #include "view/viewer.h"
 
@@ -83,8 +84,15 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
       << l.open_dialog_recent_missing << " " << l.open_dialog_rect.x << " " << l.open_dialog_rect.y
       << " " << l.open_dialog_rect.z << " " << l.open_dialog_rect.w << "\n";
   out << "bookmarks " << l.bookmark_rows << "\n";
-  if (viewer.load_state() == LoadState::kReady)
-    out << "view " << viewer.state().view_begin_ns << " " << viewer.state().view_end_ns << "\n";
+  if (viewer.load_state() == LoadState::kReady) {
+    const ViewState& v = viewer.state();
+    out << "view " << v.view_begin_ns << " " << v.view_end_ns << "\n";
+    out << "time_x " << l.time_x0 << " " << l.time_x1 << "\n";
+    if (v.selected_collective)
+      out << "selected " << v.selected_collective->cycle << " " << v.selected_collective->seq_index
+          << "\n";
+    out << "ranks " << viewer.model().ranks().size() << "\n";
+  }
   for (const FrameLayout::Band& b : l.bands)
     out << "band " << b.rank << " " << b.y0 << " " << b.y1 << " " << b.header_y0 << " "
         << b.header_y1 << " " << b.label_x0 << " " << b.label_x1 << "\n";
@@ -110,10 +118,28 @@ class FirstFramePrimer {
   bool primed_ = false;
 };
 
+// Sets the input of the frame about to be built from one frame of --input,
+// as ImGui's GLFW backend would from the window's events.
+void apply_input(const InputFrame& f, Viewer* viewer) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (f.has_mouse) io.MousePos = ImVec2(f.mouse_x, f.mouse_y);
+  if (f.button >= 0) io.MouseDown[f.button] = f.button_down;
+  io.MouseWheel = f.wheel;
+  if (f.key >= 0) io.KeysDown[f.key] = f.key_down;
+  if (f.shift >= 0) io.KeyShift = f.shift == 1;
+  if (f.ctrl >= 0) io.KeyCtrl = f.ctrl == 1;
+  if (!f.dropped.empty()) viewer->open(f.dropped);  // as the window's drop callback
+}
+
 int run_headless(const ViewerOptions& options) {
   // Setup.
-  OffscreenGl gl;
   std::string error;
+  std::vector<InputFrame> script;
+  if (!options.input_script.empty() && !load_input_script(options.input_script, &script, &error)) {
+    std::fprintf(stderr, "ringscope-view: %s\n", error.c_str());
+    return 2;
+  }
+  OffscreenGl gl;
   if (!gl.create(options.width, options.height, &error)) {
     std::fprintf(stderr, "ringscope-view: %s\n", error.c_str());
     return 3;
@@ -124,13 +150,17 @@ int run_headless(const ViewerOptions& options) {
   ImGuiIO& io = ImGui::GetIO();
   io.DisplaySize = ImVec2(static_cast<float>(options.width), static_cast<float>(options.height));
   io.DeltaTime = 1.0f / 60;
+  io.KeyMap[ImGuiKey_Escape] = kInputKeyEscape;  // as the GLFW backend maps it
   Viewer viewer(options);
 
-  // Loop: frames while loading, then options.frames more once it is done.
+  // Loop: frames while loading, then options.frames more once it is done
+  // (and, with --input, until the script has played: one of its frames per
+  // frame drawn while no trace is loading).
   FirstFramePrimer primer;
   std::vector<double> frame_ms, ui_ms;
   std::vector<std::string> then_open = options.then_open;
-  while (static_cast<int>(frame_ms.size()) < options.frames) {
+  size_t next_input = 0;
+  while (static_cast<int>(frame_ms.size()) < options.frames || next_input < script.size()) {
     LoadState load = viewer.load_state();
     if (!then_open.empty() && load != LoadState::kLoading && !frame_ms.empty()) {
       viewer.open(std::move(then_open));  // --then-open: replace the trace shown
@@ -154,6 +184,7 @@ int run_headless(const ViewerOptions& options) {
     if (primer.due(viewer)) build_frame(), render_frame();  // unseen (FirstFramePrimer)
     const auto start = std::chrono::steady_clock::now();
     if (done && options.pan != 0) viewer.pan_fraction(options.pan);
+    if (done && next_input < script.size()) apply_input(script[next_input++], &viewer);
     build_frame();
     const auto ui_end = std::chrono::steady_clock::now();
     render_frame();
@@ -175,9 +206,9 @@ int run_headless(const ViewerOptions& options) {
   std::printf(
       "ringscope-view: %s (%s), %d frames after loading: median %.2f ms (UI %.2f ms), p99 %.2f "
       "ms (UI %.2f ms), max %.2f ms\n",
-      options.screenshot_path.c_str(), gl.backend(), options.frames, quantile(frame_ms, 0.5),
-      quantile(ui_ms, 0.5), quantile(frame_ms, 0.99), quantile(ui_ms, 0.99),
-      *std::max_element(frame_ms.begin(), frame_ms.end()));
+      options.screenshot_path.c_str(), gl.backend(), static_cast<int>(frame_ms.size()),
+      quantile(frame_ms, 0.5), quantile(ui_ms, 0.5), quantile(frame_ms, 0.99),
+      quantile(ui_ms, 0.99), *std::max_element(frame_ms.begin(), frame_ms.end()));
   const std::string problem = viewer.problem();
 
   // Teardown.

@@ -37,6 +37,8 @@ const char* viewer_usage() {
          "  --frames N             frames rendered after loading before the screenshot (4)\n"
          "  --pan F                with --screenshot: pan by F x the visible span each frame\n"
          "  --layout-out FILE      with --screenshot: write where bands and panels were drawn\n"
+         "  --input FILE           with --screenshot: play the mouse, keys and dropped files\n"
+         "                         of FILE, one command per frame (docs/viewer.md)\n"
          "  --exit-after S         window: close after S seconds and print how many frames\n"
          "                         were drawn (an idle window draws about one a second)\n"
          "  -h, --help             this text\n";
@@ -130,6 +132,9 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
         *error = "--exit-after wants seconds in (0, 86400]";
         return false;
       }
+    } else if (arg == "--input") {
+      if (!(v = value(i, arg))) return false;
+      out->input_script = v;
     } else if (arg == "--layout-out") {
       if (!(v = value(i, arg))) return false;
       out->layout_path = v;
@@ -139,6 +144,10 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
     } else {
       out->traces.push_back(arg);
     }
+  }
+  if (!out->input_script.empty() && out->screenshot_path.empty()) {
+    *error = "--input needs --screenshot (the window takes real input)";
+    return false;
   }
   if (out->traces.empty() && (out->range || !out->select.empty() || !out->bookmark.empty())) {
     *error = "--range, --select and --bookmark need a trace";

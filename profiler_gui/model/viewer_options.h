@@ -30,6 +30,7 @@ struct ViewerOptions {
   std::vector<std::string> then_open;    // headless: once shown, open these in place (tests)
   int frames = 4;                        // headless: frames rendered after loading
   double pan = 0;                        // headless: pan by this fraction of the view per frame
+  std::string input_script;              // headless: play this input script (input_script.h)
   double exit_after = 0;                 // window: close after this many seconds (0: never)
   bool help = false;
 };

@@ -30,6 +30,7 @@ struct FrameLayout {
   };
   std::vector<Band> bands;
   ImVec4 timeline_rect{0, 0, 0, 0};  // x0, y0, x1, y1
+  float time_x0 = 0, time_x1 = 0;    // the x range that shows the view's time span
   ImVec4 panel_rect{0, 0, 0, 0};
   std::string panel;     // name of the bottom panel drawn
   int flow_arrows = 0;   // ring-step flow arrows drawn (selected collective)

@@ -61,7 +61,7 @@ struct BandPainter {
   ImDrawList* draw;
   PixelLayer* pixels;  // fills, grid, tint and boxes: under everything else
   TimeToScreen map;
-  ImVec2 mouse;
+  ImVec2 mouse;  // the centre of the pixel under the pointer (ImGui floors MousePos)
   bool mouse_in_timeline;
   const CollectiveReadiness* selected;  // nullptr: none
   float row_h;
@@ -278,6 +278,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
   draw_time_axis(parent_draw, map, origin.y, kAxisHeight, model.trace().begin_ns);
   ImGui::Dummy(ImVec2(avail.x, kAxisHeight));
   layout->timeline_rect = ImVec4(origin.x, origin.y, origin.x + avail.x, origin.y + avail.y);
+  layout->time_x0 = map.x0, layout->time_x1 = map.x0 + map.width;
 
   ImGui::BeginChild("bands", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
   // Boxes and instant marks without anti-aliased fringes: an instant's
@@ -295,13 +296,16 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       state.selected_collective ? model.trace().stragglers.find(*state.selected_collective)
                                 : nullptr;
   const float row_h = fitting_row_height(ranks, state.rank_collapsed, view_y1 - view_y0 - kBandGap);
+  // What is under the cursor counts unless a drag has moved it: a click
+  // (press and release without moving) selects what the press was on.
+  const bool drag_moved = state.dragging && std::fabs(io.MousePos.x - state.drag_start_x) >= 3;
   BandPainter painter{model,
                       state,
                       ImGui::GetWindowDrawList(),
                       pixels,
                       map,
-                      io.MousePos,
-                      area_hovered && !state.dragging && io.MousePos.x >= map.x0,
+                      ImVec2(io.MousePos.x + 0.5f, io.MousePos.y + 0.5f),
+                      area_hovered && io.MousePos.x >= map.x0 && !drag_moved,
                       selected,
                       row_h,
                       label_font(),

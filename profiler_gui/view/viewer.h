@@ -36,6 +36,7 @@ class Viewer {
            (options_.traces.empty() ? std::string() : " - " + options_.traces.front());
   }
   const ViewState& state() const { return state_; }
+  const TimelineModel& model() const { return model_; }
   // Something changes without input: loading, a refresh, a Tune trial or fit.
   bool busy() const;
   // How long a window may sleep waiting for input before it draws the next

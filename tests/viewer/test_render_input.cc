@@ -1,0 +1,219 @@
+// The viewer's gestures, driven for real: `ringscope-view --screenshot
+// --input SCRIPT` plays mouse, wheel, keys and dropped files through ImGui's
+// input, one frame each, and --layout-out reports the visible range, the
+// selection and the ranks shown. Checked: the wheel zooms at the cursor,
+// dragging pans, Shift + drag zooms to the range, D pans and F fits all, a
+// click selects the collective under the cursor (highlighted on every rank),
+// Z fits it, Escape clears it, and files dropped on the window replace the
+// trace.
+#include <array>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <optional>
+
+#include "render_test_util.h"
+#include "ringscope/trace_schema.h"
+#include "trace_test_util.h"
+
+using namespace ringscope;
+
+namespace {
+
+struct State {
+  int64_t begin = 0, end = 0;  // visible range (ns)
+  float time_x0 = 0, time_x1 = 0;
+  float band_y0 = 0, band_y1 = 0;  // rank 0's band below its header
+  int ranks = 0;
+  std::optional<std::pair<int64_t, int32_t>> selected;
+
+  double span() const { return static_cast<double>(end - begin); }
+  double time_at(float x) const {
+    return static_cast<double>(begin) + (x - time_x0) / (time_x1 - time_x0) * span();
+  }
+  double ns_per_px() const { return span() / (time_x1 - time_x0); }
+};
+
+State read_state(const std::string& layout) {
+  State s;
+  bool first_band = true;
+  test::for_each_layout_line(layout, [&](const std::string& key, std::istringstream& in) {
+    if (key == "view") in >> s.begin >> s.end;
+    if (key == "time_x") in >> s.time_x0 >> s.time_x1;
+    if (key == "ranks") in >> s.ranks;
+    if (key == "selected") {
+      std::pair<int64_t, int32_t> k;
+      in >> k.first >> k.second;
+      s.selected = k;
+    }
+    if (key == "band" && first_band) {
+      int rank;
+      float y0, y1, header_y0, header_y1;
+      in >> rank >> y0 >> y1 >> header_y0 >> header_y1;
+      s.band_y0 = header_y1, s.band_y1 = y1, first_band = false;
+    }
+  });
+  return s;
+}
+
+struct Played {
+  State state;
+  test::Image image;
+};
+
+// Renders `trace` after playing `script` (empty: no --input).
+Played play(const test::TempDir& dir, const std::string& trace, const std::string& script,
+            const std::string& name) {
+  std::string input;
+  if (!script.empty()) {
+    input = dir.file(name + ".input");
+    std::ofstream(input) << script;
+  }
+  const std::string png = dir.file(name + ".png"), layout = dir.file(name + ".layout");
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + png + " --size 1400x800 --layout-out " + layout +
+                       (input.empty() ? "" : " --input " + input) + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  return {read_state(layout), test::load_png(png)};
+}
+
+std::string write_run(const test::TempDir& dir, const std::string& name, int ranks) {
+  test::SyntheticRun run;
+  run.world_size = ranks;
+  run.cycles = 8;
+  run.straggler_rank = ranks - 1;
+  run.offset_start_per_rank_ns = 0;
+  run.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file(name), run);
+  return dir.file(name);
+}
+
+std::string at(float x, float y) { return std::to_string(x) + " " + std::to_string(y); }
+
+constexpr std::array<int, 3> kAllreduce{58, 134, 255};
+constexpr std::array<int, 3> kHighlight{255, 214, 10};
+
+}  // namespace
+
+TEST_CASE("the wheel zooms at the cursor and dragging pans", "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 4);
+  const State start = play(dir, trace, "", "start").state;
+  REQUIRE(start.span() > 0);
+  REQUIRE(start.time_x1 > start.time_x0 + 500);
+  const float x = start.time_x0 + 0.3f * (start.time_x1 - start.time_x0);
+  const float y = (start.band_y0 + start.band_y1) / 2;
+
+  const State zoomed = play(dir, trace, "move " + at(x, y) + "\nwheel 1\nwait 1\n", "zoom").state;
+  CHECK(zoomed.span() == Approx(0.8 * start.span()).epsilon(0.01));
+  // The time under the cursor stays under it (within a pixel).
+  CHECK(std::abs(zoomed.time_at(x) - start.time_at(x)) <= start.ns_per_px());
+
+  const State panned =
+      play(dir, trace,
+           "move " + at(x, y) + "\nwheel 1\nwait 1\ndrag " + at(x, y) + " " + at(x + 120, y) + "\n",
+           "pan")
+          .state;
+  CHECK(panned.span() == Approx(zoomed.span()).epsilon(0.001));
+  // Dragging right by 120 px shows what was 120 px to the left.
+  CHECK(static_cast<double>(zoomed.begin - panned.begin) ==
+        Approx(120 * zoomed.ns_per_px()).epsilon(0.02));
+}
+
+TEST_CASE("Shift + drag zooms to the range dragged", "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 3);
+  const State start = play(dir, trace, "", "start").state;
+  const float w = start.time_x1 - start.time_x0, y = (start.band_y0 + start.band_y1) / 2;
+  const float x0 = start.time_x0 + 0.25f * w, x1 = start.time_x0 + 0.6f * w;
+  const State ranged =
+      play(dir, trace, "shift down\ndrag " + at(x0, y) + " " + at(x1, y) + "\nshift up\n", "range")
+          .state;
+  CHECK(std::abs(static_cast<double>(ranged.begin) - start.time_at(x0)) <= start.ns_per_px());
+  CHECK(std::abs(static_cast<double>(ranged.end) - start.time_at(x1)) <= start.ns_per_px());
+}
+
+TEST_CASE("D pans right while held, F fits all again", "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 2);
+  const State start = play(dir, trace, "", "start").state;
+  // Headless frames are 1/60 s; D pans 1.2 views per second: 30 frames, 0.6 views.
+  const State moved = play(dir, trace, "hold D 30\n", "pan").state;
+  CHECK(static_cast<double>(moved.begin - start.begin) == Approx(0.6 * start.span()).epsilon(0.1));
+  CHECK(moved.span() == Approx(start.span()).epsilon(0.001));
+  const State zoomed = play(dir, trace, "hold W 20\n", "zoom").state;
+  CHECK(zoomed.span() < 0.5 * start.span());
+  const State fitted = play(dir, trace, "hold D 30\nhold W 20\nkey F\n", "fit").state;
+  CHECK(fitted.begin == start.begin);
+  CHECK(fitted.end == start.end);
+}
+
+TEST_CASE("a click selects the collective under the cursor; Z fits it, Escape clears it",
+          "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 3);
+  const Played start = play(dir, trace, "", "start");
+  // An allreduce box in rank 0's band, from the screenshot.
+  std::optional<std::pair<int, int>> box;
+  for (int yy = static_cast<int>(start.state.band_y0); !box && yy < start.state.band_y1; ++yy)
+    for (int xx = static_cast<int>(start.state.time_x0) + 2; xx < start.state.time_x1; ++xx)
+      if (start.image.is(xx, yy, kAllreduce) && start.image.is(xx + 1, yy, kAllreduce) &&
+          start.image.is(xx, yy + 1, kAllreduce)) {
+        box = std::make_pair(xx, yy);
+        break;
+      }
+  REQUIRE(box);
+  INFO("clicked at " << box->first << ", " << box->second);
+  // ImGui floors the pointer's position: the pointer is on pixel (x, y).
+  const std::string click = "click " + at(box->first, box->second) + "\nwait 1\n";
+  CHECK_FALSE(start.state.selected);
+
+  const Played selected = play(dir, trace, click, "select");
+  REQUIRE(selected.state.selected);
+  // Highlighted on every rank: the highlight colour in each band.
+  test::for_each_layout_line(dir.file("select.layout"),
+                             [&](const std::string& key, std::istringstream& in) {
+                               if (key != "band") return;
+                               int rank;
+                               float y0, y1;
+                               in >> rank >> y0 >> y1;
+                               INFO("rank " << rank);
+                               CHECK(selected.image.count(kHighlight, selected.state.time_x0, y0,
+                                                          selected.state.time_x1, y1) > 10);
+                             });
+
+  const State fitted = play(dir, trace, click + "key Z\nwait 1\n", "fit").state;
+  REQUIRE(fitted.selected);
+  CHECK(*fitted.selected == *selected.state.selected);
+  CHECK(fitted.span() < 0.5 * start.state.span());
+  // The clicked box's time is in view.
+  const double clicked = start.state.time_at(static_cast<float>(box->first));
+  CHECK(clicked >= static_cast<double>(fitted.begin));
+  CHECK(clicked <= static_cast<double>(fitted.end));
+
+  const State cleared = play(dir, trace, click + "key Escape\nwait 1\n", "clear").state;
+  CHECK_FALSE(cleared.selected);
+}
+
+TEST_CASE("files dropped on the window replace the trace", "[render][input]") {
+  test::TempDir dir;
+  const std::string four = write_run(dir, "four.sqlite", 4);
+  const std::string two = write_run(dir, "two.sqlite", 2);
+  CHECK(play(dir, four, "", "before").state.ranks == 4);
+  // Both per-rank files of the second run, as a file manager drops them.
+  const std::string drop =
+      "drop " + per_rank_trace_path(two, 0) + " " + per_rank_trace_path(two, 1) + "\nwait 2\n";
+  CHECK(play(dir, four, drop, "after").state.ranks == 2);
+}
+
+TEST_CASE("a bad input script is refused with the line and the problem", "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 2);
+  const std::string input = dir.file("bad.input");
+  std::ofstream(input) << "move 10 10\nkey Tab\n";
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + dir.file("bad.png") + " --input " + input + " " + trace);
+  CHECK(run.exit_code == 2);
+  CHECK(run.output.find("line 2: unknown key 'Tab'") != std::string::npos);
+}
