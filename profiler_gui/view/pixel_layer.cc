@@ -56,14 +56,11 @@ void PixelLayer::fill_rect(ImVec2 min, ImVec2 max, ImU32 color) {
 }
 
 void PixelLayer::blend_rect(ImVec2 min, ImVec2 max, ImU32 color) {
-  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
-  if (alpha == 255) return fill_rect(min, max, color);
-  if (alpha == 0) return;
+  if (((color >> IM_COL32_A_SHIFT) & 0xff) == 255) return fill_rect(min, max, color);
   int x0, x1, y0, y1;
   span(min.x * scale_.x, max.x * scale_.x, pixel_x_, width_, &x0, &x1);
   span(min.y * scale_.y, max.y * scale_.y, pixel_y_, height_, &y0, &y1);
-  for (int y = y0; y < y1; ++y)
-    for (uint32_t *p = row(y) + x0, *e = row(y) + x1; p != e; ++p) *p = mix(color, *p, alpha);
+  blend_pixels(x0, x1, y0, y1, color);
 }
 
 void PixelLayer::fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color) {
@@ -91,24 +88,32 @@ void PixelLayer::fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color) {
   }
 }
 
+void PixelLayer::line(float v, float scale, int origin, int size, int* first, int* end) {
+  *first = std::clamp(static_cast<int>(std::floor(v * scale)) - origin, 0, size);
+  *end = std::clamp(static_cast<int>(std::floor(v * scale)) - origin +
+                        std::max(1, static_cast<int>(std::lround(scale))),
+                    *first, size);
+}
+
 void PixelLayer::blend_column(float x, float y0, float y1, ImU32 color) {
-  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
-  const int first = static_cast<int>(std::floor(x * scale_.x)) - pixel_x_;
-  const int last = std::min(width_, first + std::max(1, static_cast<int>(std::lround(scale_.x))));
-  int r0, r1;
+  int c0, c1, r0, r1;
+  line(x, scale_.x, pixel_x_, width_, &c0, &c1);
   span(y0 * scale_.y, y1 * scale_.y, pixel_y_, height_, &r0, &r1);
-  for (int y = r0; y < r1; ++y)
-    for (int i = std::max(0, first); i < last; ++i) row(y)[i] = mix(color, row(y)[i], alpha);
+  blend_pixels(c0, c1, r0, r1, color);
 }
 
 void PixelLayer::blend_row(float y, float x0, float x1, ImU32 color) {
-  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
-  const int first = static_cast<int>(std::floor(y * scale_.y)) - pixel_y_;
-  const int last = std::min(height_, first + std::max(1, static_cast<int>(std::lround(scale_.y))));
-  int c0, c1;
+  int c0, c1, r0, r1;
   span(x0 * scale_.x, x1 * scale_.x, pixel_x_, width_, &c0, &c1);
-  for (int y_ = std::max(0, first); y_ < last; ++y_)
-    for (uint32_t *p = row(y_) + c0, *e = row(y_) + c1; p != e; ++p) *p = mix(color, *p, alpha);
+  line(y, scale_.y, pixel_y_, height_, &r0, &r1);
+  blend_pixels(c0, c1, r0, r1, color);
+}
+
+void PixelLayer::blend_pixels(int x0, int x1, int y0, int y1, ImU32 color) {
+  const unsigned alpha = (color >> IM_COL32_A_SHIFT) & 0xff;
+  if (alpha == 0) return;
+  for (int y = y0; y < y1; ++y)
+    for (uint32_t *p = row(y) + x0, *e = row(y) + x1; p != e; ++p) *p = mix(color, *p, alpha);
 }
 
 void PixelLayer::set_renderer(ImDrawCallback blit) { g_renderer = blit; }

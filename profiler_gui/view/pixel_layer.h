@@ -60,6 +60,11 @@ class PixelLayer {
   // Pixels whose centres lie in [lo, hi) along one axis, as [first, end),
   // relative to the layer (clipped to [0, size)).
   static void span(float lo, float hi, int origin, int size, int* first, int* end);
+  // The pixels of a line one display unit thick through display coordinate
+  // v (its pixel, or scale of them), as [first, end) relative to the layer.
+  static void line(float v, float scale, int origin, int size, int* first, int* end);
+  // Blends `color` at its alpha over layer pixels [x0, x1) x [y0, y1).
+  void blend_pixels(int x0, int x1, int y0, int y1, ImU32 color);
   uint32_t* row(int y) { return pixels_.data() + static_cast<size_t>(height_ - 1 - y) * width_; }
 
   std::vector<uint32_t> pixels_;
