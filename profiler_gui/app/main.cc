@@ -83,6 +83,9 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
   out << "open_dialog " << l.open_dialog_entries << " " << l.open_dialog_recent << " "
       << l.open_dialog_recent_missing << " " << l.open_dialog_rect.x << " " << l.open_dialog_rect.y
       << " " << l.open_dialog_rect.z << " " << l.open_dialog_rect.w << "\n";
+  for (const FrameLayout::DialogRow& row : l.open_dialog_rows)
+    out << "open_dialog_row " << row.rect.x << " " << row.rect.y << " " << row.rect.z << " "
+        << row.rect.w << " " << row.name << "\n";
   out << "bookmarks " << l.bookmark_rows << "\n";
   if (viewer.load_state() == LoadState::kReady) {
     const ViewState& v = viewer.state();

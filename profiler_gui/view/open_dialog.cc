@@ -79,7 +79,7 @@ std::vector<std::string> draw_recent(OpenDialogState& dialog, const RecentFiles&
   return chosen;
 }
 
-std::vector<std::string> draw_listing(OpenDialogState& dialog) {
+std::vector<std::string> draw_listing(OpenDialogState& dialog, FrameLayout* layout) {
   FileBrowser& browser = *dialog.browser;
   std::vector<std::string> chosen;
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
@@ -109,6 +109,9 @@ std::vector<std::string> draw_listing(OpenDialogState& dialog) {
       else
         browser.click(i, ImGui::GetIO().KeyCtrl);
     }
+    layout->open_dialog_rows.push_back(
+        {e.name, ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                        ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y)});
     ImGui::PopID();
     ImGui::TableNextColumn();
     ImGui::TextDisabled("%s", kind_tag(e));
@@ -172,7 +175,7 @@ std::vector<std::string> draw_open_dialog(OpenDialogState& dialog, const RecentF
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("files", ImVec2(0, -footer), false);
-  std::vector<std::string> listing_choice = draw_listing(dialog);
+  std::vector<std::string> listing_choice = draw_listing(dialog, layout);
   ImGui::EndChild();
   if (!recent_choice.empty()) chosen = recent_choice;
   if (!listing_choice.empty()) chosen = listing_choice;

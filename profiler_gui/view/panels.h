@@ -40,8 +40,13 @@ struct FrameLayout {
   ImVec4 open_dialog_rect{0, 0, 0, 0};
   int open_dialog_entries = -1;  // directory entries listed
   int open_dialog_recent = 0, open_dialog_recent_missing = 0;
-  int bookmark_rows = -1;  // rows of the bookmarks panel, -1: not drawn
-  TuneLayout tune;         // the Tune panel's plots (tune_panel.h)
+  struct DialogRow {
+    std::string name;  // the entry's name as listed ("a.rank*.sqlite", "sub/")
+    ImVec4 rect;       // x0, y0, x1, y1 of its row
+  };
+  std::vector<DialogRow> open_dialog_rows;  // the listing's rows drawn this frame
+  int bookmark_rows = -1;                   // rows of the bookmarks panel, -1: not drawn
+  TuneLayout tune;                          // the Tune panel's plots (tune_panel.h)
 };
 
 // Maps trace time to screen x within a rectangle of the timeline.

@@ -217,3 +217,31 @@ TEST_CASE("a bad input script is refused with the line and the problem", "[rende
   CHECK(run.exit_code == 2);
   CHECK(run.output.find("line 2: unknown key 'Tab'") != std::string::npos);
 }
+
+TEST_CASE("a double click on a run in the Open dialog opens it", "[render][input]") {
+  test::TempDir dir;
+  write_run(dir, "run.sqlite", 3);  // run.rank0..2.sqlite: listed as one set
+  const std::string png = dir.file("dialog.png"), layout = dir.file("dialog.layout");
+  REQUIRE(test::run_viewer("--screenshot " + png + " --open-dialog " + dir.path() +
+                           " --layout-out " + layout)
+              .exit_code == 0);
+  std::optional<std::array<float, 4>> row;
+  test::for_each_layout_line(layout, [&](const std::string& key, std::istringstream& in) {
+    std::array<float, 4> r;
+    std::string name;
+    if (key == "open_dialog_row" && in >> r[0] >> r[1] >> r[2] >> r[3] >> name &&
+        name == "run.rank*.sqlite")
+      row = r;
+  });
+  REQUIRE(row);
+  const std::string at_row = at((*row)[0] + 20, ((*row)[1] + (*row)[3]) / 2);
+  const std::string input = dir.file("dialog.input");
+  std::ofstream(input) << "click " << at_row << "\ndown\nup\nwait 2\n";
+  const std::string opened = dir.file("opened.layout");
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + dir.file("opened.png") + " --open-dialog " + dir.path() +
+                       " --layout-out " + opened + " --input " + input);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_state(opened).ranks == 3);
+}
