@@ -320,7 +320,7 @@ void draw_trials_table(const TuneModel& model, float height) {
   ImGui::EndTable();
 }
 
-void draw_actions(TuneSession& session, TunePanelState& state) {
+void draw_actions(TuneSession& session, TunePanelState& state, TuneLayout* layout) {
   const TuneModel& model = session.model();
   ImGui::TextUnformatted("Settings file");
   ImGui::SetNextItemWidth(-1);
@@ -336,6 +336,8 @@ void draw_actions(TuneSession& session, TunePanelState& state) {
     state.write_ok = s.ok();
     state.write_message = s.ok() ? std::string("wrote ") + state.settings_path : s.to_string();
   }
+  layout->write_button = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                                ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   ImGui::EndDisabled();
   if (!state.write_message.empty())
     ImGui::TextColored(to_vec4(state.write_ok ? colors::kTextDim : colors::kLate), "%s",
@@ -459,7 +461,7 @@ void draw_tune_panel(TuneSession& session, const std::vector<std::vector<std::st
 
   ImGui::SameLine();
   ImGui::BeginChild("tune_actions", ImVec2(0, avail.y));
-  draw_actions(session, state);
+  draw_actions(session, state, layout);
   ImGui::EndChild();
 }
 

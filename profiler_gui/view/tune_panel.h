@@ -23,7 +23,8 @@ struct TuneLayout {
   std::vector<ImVec2> threshold_points, cycle_points;  // one per trial, in table order
   ImVec4 heat_map{0, 0, 0, 0};  // threshold cells (64 KiB..512 MiB) x cycle time
   ImVec4 heat_legend{0, 0, 0, 0};
-  ImVec2 suggestion{0, 0};  // the next trial's marker on the heat map
+  ImVec2 suggestion{0, 0};          // the next trial's marker on the heat map
+  ImVec4 write_button{0, 0, 0, 0};  // "Write settings file"
 };
 
 struct TunePanelState {

@@ -32,7 +32,7 @@ struct Rect {
 
 struct TuneRecord {
   int trials = -1, fitted = 0;
-  Rect threshold_plot, cycle_plot, heat_map, legend;
+  Rect threshold_plot, cycle_plot, heat_map, legend, write_button;
   double score_lo = 0, score_hi = 0;
   std::vector<std::array<float, 2>> threshold_points, cycle_points;
   std::string panel;
@@ -48,6 +48,7 @@ TuneRecord read_record(const std::string& path) {
     if (key == "tune_cycle_plot") rect(&r.cycle_plot);
     if (key == "tune_heatmap") rect(&r.heat_map);
     if (key == "tune_legend") rect(&r.legend);
+    if (key == "tune_write_button") rect(&r.write_button);
     if (key == "tune_point") {
       std::string plot;
       std::array<float, 2> p{};
@@ -127,6 +128,38 @@ TEST_CASE("tune panel: trials table, scatter points where the settings say, heat
     for (int x = int(rec.heat_map.x0) - 20; x < int(rec.heat_map.x1); ++x)
       marker += img.near(float(x), float(y), kNextTrial);
   CHECK(marker > 20);
+}
+
+TEST_CASE("tune panel: clicking Write settings file writes the settings", "[render][tune][input]") {
+  autotune::test::TempDir dir;
+  std::filesystem::create_directories(dir.file("trials"));
+  for (const GeneratedRun& r :
+       {trial_run("a", 1 << 20, 0.5, 10'000'000), trial_run("b", 16 << 20, 5.0, 8'000'000)})
+    autotune::test::write_generated_run(dir.file("trials/" + r.run_id + ".sqlite"), r);
+  const std::string args = "--size 1600x900 --panel tune --tune-trials " + dir.file("trials") +
+                           " " + dir.file("trials/a.sqlite");
+  const std::string layout = dir.file("layout.txt");
+  REQUIRE(test::run_viewer("--screenshot " + dir.file("tune.png") + " --layout-out " + layout +
+                           " " + args)
+              .exit_code == 0);
+  const TuneRecord rec = read_record(layout);
+  REQUIRE(rec.fitted == 1);
+  REQUIRE(rec.write_button.x1 > rec.write_button.x0);
+  // The settings path is relative ("tuned.json"): the viewer runs in dir.
+  const std::string input = dir.file("click.input");
+  std::ofstream(input) << "click " << (rec.write_button.x0 + rec.write_button.x1) / 2 << " "
+                       << (rec.write_button.y0 + rec.write_button.y1) / 2 << "\nwait 2\n";
+  CHECK_FALSE(std::filesystem::exists(dir.file("tuned.json")));
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + dir.file("clicked.png") + " --input " + input + " " + args,
+                       "-C " + dir.path());
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  REQUIRE(std::filesystem::exists(dir.file("tuned.json")));
+  std::ifstream in(dir.file("tuned.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"ringscope-settings\"") != std::string::npos);
+  CHECK(text.find("fusion_threshold") != std::string::npos);
 }
 
 TEST_CASE("tune panel without usable trials draws and exits cleanly", "[render][tune]") {
