@@ -36,12 +36,32 @@ void use_nearest_font_texture() {
 // Puts a PixelLayer (view/pixel_layer.h) on the framebuffer being drawn:
 // the image goes into a texture attached to a read framebuffer, then one
 // unscaled glBlitFramebuffer copies it into place (llvmpipe does that as a
-// plain copy). Runs as an ImDrawList callback inside ImGui's renderer, so it
-// leaves the scissor test on and the bindings as it found them.
+// plain copy), clipped to the draw command's clip rectangle. Runs as an
+// ImDrawList callback inside ImGui's renderer, so it leaves the scissor test
+// on and the bindings as it found them.
 class PixelLayerBlitter {
  public:
-  void blit(const PixelLayer& layer) {
+  // `clip`: the draw command's clip rectangle (display coordinates).
+  void blit(const PixelLayer& layer, const ImVec4& clip) {
     if (layer.empty() || !allocate(layer.width(), layer.height())) return;
+    // Framebuffer rows count from the bottom; the layer's are bottom first.
+    // The height and the scissor as ImGui's OpenGL3 backend computes them.
+    const ImDrawData* data = ImGui::GetDrawData();
+    const ImVec2 scale = data->FramebufferScale, origin = data->DisplayPos;
+    const int fb_height = static_cast<int>(data->DisplaySize.y * scale.y);
+    const int x0 = layer.pixel_x() - static_cast<int>(std::lround(origin.x * scale.x));
+    const int top = layer.pixel_y() - static_cast<int>(std::lround(origin.y * scale.y));
+    const int y0 = fb_height - (top + layer.height());
+    const int clip_x0 = static_cast<int>((clip.x - origin.x) * scale.x);
+    const int clip_y0 = static_cast<int>((clip.y - origin.y) * scale.y);
+    const int clip_x1 = static_cast<int>((clip.z - origin.x) * scale.x);
+    const int clip_y1 = static_cast<int>((clip.w - origin.y) * scale.y);
+    if (clip_x1 <= clip_x0 || clip_y1 <= clip_y0) return;
+    // Inside the clip (as drawn), the scissor is switched off: llvmpipe then
+    // blits as a plain copy; else the scissor clips it.
+    const bool inside = x0 >= clip_x0 && top >= clip_y0 && x0 + layer.width() <= clip_x1 &&
+                        top + layer.height() <= clip_y1;
+
     GLint texture = 0, read_framebuffer = 0, unpack_row_length = 0, unpack_alignment = 4;
     glGetIntegerv(GL_TEXTURE_BINDING_2D, &texture);
     glGetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &read_framebuffer);
@@ -52,21 +72,14 @@ class PixelLayerBlitter {
     glBindTexture(GL_TEXTURE_2D, texture_);
     glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, layer.width(), layer.height(), GL_RGBA,
                     GL_UNSIGNED_BYTE, layer.data());
-    // Framebuffer rows count from the bottom; the layer's are bottom first.
-    const ImDrawData* data = ImGui::GetDrawData();
-    const int origin_x =
-        static_cast<int>(std::lround(data->DisplayPos.x * data->FramebufferScale.x));
-    const int origin_y =
-        static_cast<int>(std::lround(data->DisplayPos.y * data->FramebufferScale.y));
-    const int fb_height =
-        static_cast<int>(std::lround(data->DisplaySize.y * data->FramebufferScale.y));
-    const int x0 = layer.pixel_x() - origin_x;
-    const int y0 = fb_height - (layer.pixel_y() - origin_y + layer.height());
     glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer_);
-    glDisable(GL_SCISSOR_TEST);
+    if (inside)
+      glDisable(GL_SCISSOR_TEST);
+    else
+      glScissor(clip_x0, fb_height - clip_y1, clip_x1 - clip_x0, clip_y1 - clip_y0);
     glBlitFramebuffer(0, 0, layer.width(), layer.height(), x0, y0, x0 + layer.width(),
                       y0 + layer.height(), GL_COLOR_BUFFER_BIT, GL_NEAREST);
-    glEnable(GL_SCISSOR_TEST);
+    glEnable(GL_SCISSOR_TEST);  // ImGui's renderer keeps it on; its next command sets the box
     glBindFramebuffer(GL_READ_FRAMEBUFFER, static_cast<GLuint>(read_framebuffer));
     glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(texture));
     glPixelStorei(GL_UNPACK_ROW_LENGTH, unpack_row_length);
@@ -107,7 +120,7 @@ class PixelLayerBlitter {
 
 void gl_blit_pixel_layer(const ImDrawList*, const ImDrawCmd* cmd) {
   static PixelLayerBlitter blitter;  // one GL context per process
-  blitter.blit(*static_cast<const PixelLayer*>(cmd->UserCallbackData));
+  blitter.blit(*static_cast<const PixelLayer*>(cmd->UserCallbackData), cmd->ClipRect);
 }
 
 }  // namespace

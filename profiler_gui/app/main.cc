@@ -166,7 +166,9 @@ int run_headless(const ViewerOptions& options) {
   std::vector<double> frame_ms, ui_ms;
   std::vector<std::string> then_open = options.then_open;
   size_t next_input = 0;
-  while (static_cast<int>(frame_ms.size()) < options.frames || next_input < script.size()) {
+  // A script that ends by starting a load (a drop) still waits for it.
+  while (static_cast<int>(frame_ms.size()) < options.frames || next_input < script.size() ||
+         (!script.empty() && viewer.load_state() == LoadState::kLoading)) {
     LoadState load = viewer.load_state();
     if (!then_open.empty() && load != LoadState::kLoading && !frame_ms.empty()) {
       viewer.open(std::move(then_open));  // --then-open: replace the trace shown

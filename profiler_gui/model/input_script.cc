@@ -4,7 +4,9 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace ringscope::view {
@@ -73,8 +75,11 @@ bool parse_command(std::istringstream& in, const std::string& cmd, std::vector<I
     if (!(in >> x0 >> y0 >> x1 >> y1)) return fail("drag needs X0 Y0 X1 Y1 [STEPS]");
     int steps = 4;
     if (std::string word; in >> word) {
-      steps = std::atoi(word.c_str());
-      if (steps < 1 || steps > 1000) return fail("drag steps must be 1-1000, not '" + word + "'");
+      char* end = nullptr;
+      const long n = std::strtol(word.c_str(), &end, 10);
+      if (*end != 0 || n < 1 || n > 1000)
+        return fail("drag steps must be 1-1000, not '" + word + "'");
+      steps = static_cast<int>(n);
     }
     out->push_back(mouse_at(x0, y0));
     out->push_back(button(0, true));
@@ -139,14 +144,16 @@ bool parse_input_script(const std::string& text, std::vector<InputFrame>* frames
 
 bool load_input_script(const std::string& path, std::vector<InputFrame>* frames,
                        std::string* error) {
+  std::error_code ec;
   std::ifstream in(path);
-  if (!in) {
+  std::string text;
+  if (in && std::filesystem::is_regular_file(path, ec))
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in.is_open() || in.bad() || !std::filesystem::is_regular_file(path, ec)) {
     *error = "--input: cannot read " + path;
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (parse_input_script(text.str(), frames, error)) return true;
+  if (parse_input_script(text, frames, error)) return true;
   *error = "--input " + path + " line " + *error;
   return false;
 }

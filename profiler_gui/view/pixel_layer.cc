@@ -24,32 +24,67 @@ uint32_t mix(uint32_t color, uint32_t under, unsigned alpha) {
 }  // namespace
 
 void PixelLayer::reset(ImVec2 min, ImVec2 max, ImVec2 scale, ImU32 clear) {
-  scale_ = scale;
-  pixel_x_ = static_cast<int>(std::lround(min.x * scale.x));
-  pixel_y_ = static_cast<int>(std::lround(min.y * scale.y));
-  width_ = std::max(0, static_cast<int>(std::lround(max.x * scale.x)) - pixel_x_);
-  height_ = std::max(0, static_cast<int>(std::lround(max.y * scale.y)) - pixel_y_);
+  x_.scale = scale.x, y_.scale = scale.y;
+  x_.origin = static_cast<int>(std::lround(min.x * scale.x));
+  y_.origin = static_cast<int>(std::lround(min.y * scale.y));
+  width_ = std::max(0, static_cast<int>(std::lround(max.x * scale.x)) - x_.origin);
+  height_ = std::max(0, static_cast<int>(std::lround(max.y * scale.y)) - y_.origin);
   pixels_.assign(static_cast<size_t>(width_) * static_cast<size_t>(height_),
                  clear | IM_COL32_A_MASK);
+  clear_clip();
 }
 
-void PixelLayer::span(float lo, float hi, int origin, int size, int* first, int* end) {
+void PixelLayer::clear_clip() {
+  x_.clip_lo = y_.clip_lo = 0;
+  x_.clip_hi = width_, y_.clip_hi = height_;
+}
+
+void PixelLayer::set_clip(ImVec2 min, ImVec2 max) {
+  clear_clip();
+  int x0, x1, y0, y1;
+  span(min.x, max.x, x_, &x0, &x1);
+  span(min.y, max.y, y_, &y0, &y1);
+  x_.clip_lo = x0, x_.clip_hi = x1, y_.clip_lo = y0, y_.clip_hi = y1;
+}
+
+void PixelLayer::span(float lo, float hi, const Axis& axis, int* first, int* end) {
   // Centre i + 0.5 in [lo, hi)  <=>  ceil(lo - 0.5) <= i < ceil(hi - 0.5),
   // with v first snapped to 1/256 pixel as a GL rasteriser's fixed-point
-  // vertex positions are (llvmpipe: 8 sub-pixel bits).
+  // vertex positions are (llvmpipe: 8 sub-pixel bits). Clamped as floats,
+  // so that huge values convert safely.
+  if (std::isnan(lo) || std::isnan(hi)) {
+    *first = *end = axis.clip_lo;
+    return;
+  }
   const auto bound = [&](float v) {
-    const float snapped = std::round(v * 256.0f) / 256.0f;
-    const float p = std::ceil(snapped - 0.5f) - static_cast<float>(origin);
-    return static_cast<int>(std::clamp(p, 0.0f, static_cast<float>(size)));
+    const float snapped = std::round(v * axis.scale * 256.0f) / 256.0f;
+    const float p = std::ceil(snapped - 0.5f) - static_cast<float>(axis.origin);
+    return static_cast<int>(
+        std::clamp(p, static_cast<float>(axis.clip_lo), static_cast<float>(axis.clip_hi)));
   };
   *first = bound(lo);
   *end = std::max(*first, bound(hi));
 }
 
+void PixelLayer::line(float v, const Axis& axis, int* first, int* end) {
+  if (std::isnan(v)) {
+    *first = *end = axis.clip_lo;
+    return;
+  }
+  const float lo = std::floor(v * axis.scale) - static_cast<float>(axis.origin);
+  const float width = std::max(1.0f, std::round(axis.scale));
+  const auto clamp = [&](float p) {
+    return static_cast<int>(
+        std::clamp(p, static_cast<float>(axis.clip_lo), static_cast<float>(axis.clip_hi)));
+  };
+  *first = clamp(lo);
+  *end = std::max(*first, clamp(lo + width));
+}
+
 void PixelLayer::fill_rect(ImVec2 min, ImVec2 max, ImU32 color) {
   int x0, x1, y0, y1;
-  span(min.x * scale_.x, max.x * scale_.x, pixel_x_, width_, &x0, &x1);
-  span(min.y * scale_.y, max.y * scale_.y, pixel_y_, height_, &y0, &y1);
+  span(min.x, max.x, x_, &x0, &x1);
+  span(min.y, max.y, y_, &y0, &y1);
   if (x0 == x1) return;
   color |= IM_COL32_A_MASK;
   for (int y = y0; y < y1; ++y) std::fill(row(y) + x0, row(y) + x1, color);
@@ -58,22 +93,19 @@ void PixelLayer::fill_rect(ImVec2 min, ImVec2 max, ImU32 color) {
 void PixelLayer::blend_rect(ImVec2 min, ImVec2 max, ImU32 color) {
   if (((color >> IM_COL32_A_SHIFT) & 0xff) == 255) return fill_rect(min, max, color);
   int x0, x1, y0, y1;
-  span(min.x * scale_.x, max.x * scale_.x, pixel_x_, width_, &x0, &x1);
-  span(min.y * scale_.y, max.y * scale_.y, pixel_y_, height_, &y0, &y1);
+  span(min.x, max.x, x_, &x0, &x1);
+  span(min.y, max.y, y_, &y0, &y1);
   blend_pixels(x0, x1, y0, y1, color);
 }
 
 void PixelLayer::fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color) {
-  const ImVec2 v[3] = {ImVec2(a.x * scale_.x, a.y * scale_.y),
-                       ImVec2(b.x * scale_.x, b.y * scale_.y),
-                       ImVec2(c.x * scale_.x, c.y * scale_.y)};
-  const float top = std::min({v[0].y, v[1].y, v[2].y}), bottom = std::max({v[0].y, v[1].y, v[2].y});
+  const ImVec2 v[3] = {a, b, c};
   int y0, y1;
-  span(top, bottom, pixel_y_, height_, &y0, &y1);
+  span(std::min({a.y, b.y, c.y}), std::max({a.y, b.y, c.y}), y_, &y0, &y1);
   color |= IM_COL32_A_MASK;
   for (int y = y0; y < y1; ++y) {
-    // The triangle's extent along this row of pixel centres.
-    const float yc = static_cast<float>(pixel_y_ + y) + 0.5f;
+    // The triangle's extent along this row of pixel centres (display units).
+    const float yc = (static_cast<float>(y_.origin + y) + 0.5f) / y_.scale;
     float left = INFINITY, right = -INFINITY;
     for (int e = 0; e < 3; ++e) {
       const ImVec2 p = v[e], q = v[(e + 1) % 3];
@@ -83,29 +115,22 @@ void PixelLayer::fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color) {
     }
     if (!(left < right)) continue;
     int x0, x1;
-    span(left, right, pixel_x_, width_, &x0, &x1);
+    span(left, right, x_, &x0, &x1);
     std::fill(row(y) + x0, row(y) + x1, color);
   }
 }
 
-void PixelLayer::line(float v, float scale, int origin, int size, int* first, int* end) {
-  *first = std::clamp(static_cast<int>(std::floor(v * scale)) - origin, 0, size);
-  *end = std::clamp(static_cast<int>(std::floor(v * scale)) - origin +
-                        std::max(1, static_cast<int>(std::lround(scale))),
-                    *first, size);
-}
-
 void PixelLayer::blend_column(float x, float y0, float y1, ImU32 color) {
   int c0, c1, r0, r1;
-  line(x, scale_.x, pixel_x_, width_, &c0, &c1);
-  span(y0 * scale_.y, y1 * scale_.y, pixel_y_, height_, &r0, &r1);
+  line(x, x_, &c0, &c1);
+  span(y0, y1, y_, &r0, &r1);
   blend_pixels(c0, c1, r0, r1, color);
 }
 
 void PixelLayer::blend_row(float y, float x0, float x1, ImU32 color) {
   int c0, c1, r0, r1;
-  span(x0 * scale_.x, x1 * scale_.x, pixel_x_, width_, &c0, &c1);
-  line(y, scale_.y, pixel_y_, height_, &r0, &r1);
+  span(x0, x1, x_, &c0, &c1);
+  line(y, y_, &r0, &r1);
   blend_pixels(c0, c1, r0, r1, color);
 }
 
@@ -123,7 +148,7 @@ void PixelLayer::draw(ImDrawList* draw) const {
 }
 
 uint32_t PixelLayer::at(int x, int y) const {
-  x -= pixel_x_, y -= pixel_y_;
+  x -= x_.origin, y -= y_.origin;
   if (x < 0 || y < 0 || x >= width_ || y >= height_) return 0;
   return pixels_[static_cast<size_t>(height_ - 1 - y) * static_cast<size_t>(width_) + x];
 }

@@ -25,8 +25,13 @@ class PixelLayer {
   // display unit, every pixel `clear` (its alpha is ignored).
   void reset(ImVec2 min, ImVec2 max, ImVec2 scale, ImU32 clear);
 
-  // Shapes in display coordinates, clipped to the layer. fill_ writes the
-  // colour opaque; blend_ mixes it over what is there at the colour's alpha.
+  // Shapes drawn from now on are clipped to the display rectangle [min, max)
+  // as well as to the layer (pixel centres inside); clear_clip: the layer.
+  void set_clip(ImVec2 min, ImVec2 max);
+  void clear_clip();
+
+  // Shapes in display coordinates, clipped. fill_ writes the colour opaque;
+  // blend_ mixes it over what is there at the colour's alpha.
   void fill_rect(ImVec2 min, ImVec2 max, ImU32 color);
   void blend_rect(ImVec2 min, ImVec2 max, ImU32 color);
   void fill_triangle(ImVec2 a, ImVec2 b, ImVec2 c, ImU32 color);
@@ -40,8 +45,8 @@ class PixelLayer {
   // order). pixel_x/y: its top-left pixel in the framebuffer, y down.
   int width() const { return width_; }
   int height() const { return height_; }
-  int pixel_x() const { return pixel_x_; }
-  int pixel_y() const { return pixel_y_; }
+  int pixel_x() const { return x_.origin; }
+  int pixel_y() const { return y_.origin; }
   const uint32_t* data() const { return pixels_.data(); }
   bool empty() const { return width_ <= 0 || height_ <= 0; }
   // The pixel at framebuffer (x, y), y down; for tests.
@@ -57,19 +62,25 @@ class PixelLayer {
   static void set_renderer(ImDrawCallback blit);
 
  private:
-  // Pixels whose centres lie in [lo, hi) along one axis, as [first, end),
-  // relative to the layer (clipped to [0, size)).
-  static void span(float lo, float hi, int origin, int size, int* first, int* end);
+  // One axis of the layer: its first framebuffer pixel, the scale from
+  // display units, and the clip as layer pixels [clip_lo, clip_hi).
+  struct Axis {
+    int origin = 0, clip_lo = 0, clip_hi = 0;
+    float scale = 1;
+  };
+  // Pixels whose centres lie in display [lo, hi) along an axis, as
+  // [first, end) layer pixels within its clip (empty for NaN).
+  static void span(float lo, float hi, const Axis& axis, int* first, int* end);
   // The pixels of a line one display unit thick through display coordinate
-  // v (its pixel, or scale of them), as [first, end) relative to the layer.
-  static void line(float v, float scale, int origin, int size, int* first, int* end);
+  // v (its pixel, or `scale` of them), within the clip.
+  static void line(float v, const Axis& axis, int* first, int* end);
   // Blends `color` at its alpha over layer pixels [x0, x1) x [y0, y1).
   void blend_pixels(int x0, int x1, int y0, int y1, ImU32 color);
   uint32_t* row(int y) { return pixels_.data() + static_cast<size_t>(height_ - 1 - y) * width_; }
 
   std::vector<uint32_t> pixels_;
-  int width_ = 0, height_ = 0, pixel_x_ = 0, pixel_y_ = 0;
-  ImVec2 scale_{1, 1};
+  int width_ = 0, height_ = 0;
+  Axis x_, y_;
 };
 
 }  // namespace ringscope::view

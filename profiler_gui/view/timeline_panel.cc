@@ -358,6 +358,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
     if (!state.rank_collapsed[r]) {
       float ty = y + kHeaderHeight + kTrackGap;
       draw->PushClipRect(ImVec2(map.x0, view_y0), ImVec2(right, view_y1), true);
+      pixels->set_clip(ImVec2(map.x0, view_y0), ImVec2(right, view_y1));  // not the gutter
       painter.draw_selection_fill(r, y, band_y1);
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
@@ -376,6 +377,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       }
       painter.draw_selection_marks(r, y, band_y1);
       draw->PopClipRect();
+      pixels->clear_clip();
       ty = y + kHeaderHeight + kTrackGap;
       for (const Track& track : rank.tracks) {
         draw->AddText(ImVec2(top.x + 18, ty + (row_h - ImGui::GetFontSize()) / 2), colors::kTextDim,

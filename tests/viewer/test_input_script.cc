@@ -59,4 +59,8 @@ TEST_CASE("input script mistakes name the line", "[input_script]") {
   CHECK_FALSE(parse_input_script("drop\n", &f, &error));
   CHECK_FALSE(load_input_script("/nonexistent/script", &f, &error));
   CHECK(error == "--input: cannot read /nonexistent/script");
+  CHECK_FALSE(load_input_script("/tmp", &f, &error));  // a directory
+  CHECK(error == "--input: cannot read /tmp");
+  CHECK_FALSE(parse_input_script("drag 0 0 1 1 4x\n", &f, &error));
+  CHECK(error == "1: drag steps must be 1-1000, not '4x'");
 }

@@ -3,6 +3,7 @@
 // blends must match a blended fill, clipping must hold, and the rows must
 // be stored bottom first for the OpenGL blit.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "pixel_layer.h"
 
@@ -111,4 +112,26 @@ TEST_CASE("framebuffer scale: display units become scale pixels", "[pixel_layer]
   CHECK(count(layer, kRed) == 4);
   layer.blend_column(15.2f, 10, 15, IM_COL32(0, 255, 0, 255));  // two pixels wide
   CHECK(count(layer, IM_COL32(0, 255, 0, 255)) == 2 * 10);
+}
+
+TEST_CASE("a clip rectangle bounds every shape; NaN draws nothing", "[pixel_layer]") {
+  PixelLayer layer;
+  layer.reset(ImVec2(0, 0), ImVec2(20, 10), ImVec2(1, 1), kClear);
+  layer.set_clip(ImVec2(5, 2), ImVec2(15, 8));
+  layer.fill_rect(ImVec2(-100, -100), ImVec2(100, 100), kRed);
+  CHECK(count(layer, kRed) == 10 * 6);
+  CHECK(layer.at(4, 5) == kClear);
+  CHECK(layer.at(5, 2) == kRed);
+  CHECK(layer.at(15, 5) == kClear);
+  layer.blend_column(1.0f, 0, 10, IM_COL32(0, 255, 0, 255));  // left of the clip
+  layer.blend_row(9.0f, 0, 20, IM_COL32(0, 255, 0, 255));     // below it
+  layer.fill_triangle(ImVec2(0, 0), ImVec2(8, 0), ImVec2(0, 9), IM_COL32(0, 0, 255, 255));
+  CHECK(count(layer, IM_COL32(0, 255, 0, 255)) == 0);
+  CHECK(layer.at(2, 3) == kClear);  // the triangle's part outside the clip
+  CHECK(layer.at(5, 2) == IM_COL32(0, 0, 255, 255));
+  layer.clear_clip();
+  layer.fill_rect(ImVec2(NAN, 0), ImVec2(5, 5), kRed);
+  layer.fill_rect(ImVec2(0, 0), ImVec2(1e30f, 1), kRed);  // huge: clipped, no overflow
+  CHECK(layer.at(0, 4) == kClear);
+  CHECK(layer.at(19, 0) == kRed);
 }

@@ -245,3 +245,29 @@ TEST_CASE("a double click on a run in the Open dialog opens it", "[render][input
   REQUIRE(run.exit_code == 0);
   CHECK(read_state(opened).ranks == 3);
 }
+
+TEST_CASE("a selection that starts left of the view does not tint the gutter",
+          "[render][input]") {
+  test::TempDir dir;
+  const std::string trace = write_run(dir, "run.sqlite", 2);
+  const State start = play(dir, trace, "", "start").state;
+  // Fit the selected collective, then zoom in right of its start, so that
+  // its tint begins left of the time axis.
+  const float w = start.time_x1 - start.time_x0, y = (start.band_y0 + start.band_y1) / 2;
+  const std::string script = "key Z\nwait 1\nmove " + at(start.time_x0 + 0.4f * w, y) +
+                             "\nwheel 2\nwait 1\nwheel 2\nwait 1\n";
+  std::ofstream(dir.file("cut.input")) << script;
+  const std::string png = dir.file("cut.png"), layout = dir.file("cut.layout");
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + png + " --size 1400x800 --select 0:3 --layout-out " +
+                       layout + " --input " + dir.file("cut.input") + " " + trace);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const State cut = read_state(layout);
+  REQUIRE(cut.selected);
+  const test::Image img = test::load_png(png);
+  auto yellowish = [](const uint8_t* p) { return p[0] > p[2] + 20; };
+  // The tint is there at the view's left edge, and not in the gutter left of it.
+  CHECK(img.count_if(cut.time_x0, cut.band_y0, cut.time_x0 + 3, cut.band_y1, yellowish) > 10);
+  CHECK(img.count_if(0, cut.band_y0, cut.time_x0 - 1, cut.band_y1, yellowish) == 0);
+}
