@@ -94,9 +94,6 @@ Status BookmarkStore::load() {
 
 Status BookmarkStore::save() const {
   if (path_.empty()) return Status::OK();
-  if (!load_error_.empty())
-    return Status(StatusCode::kIoError, "not saved: the bookmarks on disk could not be read (" +
-                                            load_error_ + "), and writing would replace it");
   json list = json::array();
   for (const Bookmark& b : entries_) {
     json item = {{"name", b.name}, {"begin_ns", b.begin_ns}, {"end_ns", b.end_ns}};
@@ -109,7 +106,7 @@ Status BookmarkStore::save() const {
     list.push_back(std::move(item));
   }
   const json doc = {{"version", 1}, {"trace", trace_key_}, {"bookmarks", list}};
-  return write_file_atomically(path_, doc.dump(2) + "\n");
+  return write_config_json(path_, load_error_, "bookmarks", doc);
 }
 
 size_t BookmarkStore::put(Bookmark b) {

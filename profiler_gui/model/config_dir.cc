@@ -87,4 +87,13 @@ Status read_config_json(const std::string& path, const char* list_key, const cha
   return Status::OK();
 }
 
+Status write_config_json(const std::string& path, const std::string& load_error, const char* what,
+                         const nlohmann::json& doc) {
+  if (!load_error.empty())
+    return Status(StatusCode::kIoError, std::string("not saved: the ") + what +
+                                            " on disk could not be read (" + load_error +
+                                            "), and writing would replace it");
+  return write_file_atomically(path, doc.dump(2) + "\n");
+}
+
 }  // namespace ringscope::view

@@ -28,5 +28,9 @@ Status read_whole_file(const std::string& path, std::string* out);
 // it); kCorrupt "<path>: not a <what>; ignored" when it is something else.
 Status read_config_json(const std::string& path, const char* list_key, const char* what,
                         std::string* load_error, nlohmann::json* doc);
+// Writes `doc` to `path` (atomically) unless load_error is set: then the
+// file on disk could not be read, and kIoError says why it is not replaced.
+Status write_config_json(const std::string& path, const std::string& load_error, const char* what,
+                         const nlohmann::json& doc);
 
 }  // namespace ringscope::view

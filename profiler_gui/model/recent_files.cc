@@ -69,14 +69,10 @@ Status RecentFiles::load() {
 
 Status RecentFiles::save() const {
   if (path_.empty()) return Status::OK();
-  if (!load_error_.empty())
-    return Status(StatusCode::kIoError,
-                  "not saved: the recent-files list on disk could not be read (" + load_error_ +
-                      "), and writing would replace it");
   nlohmann::json list = nlohmann::json::array();
   for (const RecentEntry& e : entries_) list.push_back({{"inputs", e.inputs}});
   const nlohmann::json doc = {{"version", 1}, {"recent", list}};
-  return write_file_atomically(path_, doc.dump(2) + "\n");
+  return write_config_json(path_, load_error_, "recent-files list", doc);
 }
 
 void RecentFiles::add(const std::vector<std::string>& inputs) {

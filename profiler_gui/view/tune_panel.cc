@@ -2,7 +2,8 @@
 // Left, the suggestion and the trials table (add traces); middle, score vs
 // fusion threshold and vs cycle time (log x axes) and the GP's posterior
 // mean over threshold x cycle time as a heat map with its colour scale;
-// right, "Write settings file" and "Run next trial" with its log.
+// right, "Write settings file" and "Run next trial" with its log
+// (tune_actions.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -320,75 +321,7 @@ void draw_trials_table(const TuneModel& model, float height) {
   ImGui::EndTable();
 }
 
-void draw_actions(TuneSession& session, TunePanelState& state, TuneLayout* layout) {
-  const TuneModel& model = session.model();
-  ImGui::TextUnformatted("Settings file");
-  ImGui::SetNextItemWidth(-1);
-  ImGui::InputText("##settings_path", state.settings_path, sizeof state.settings_path);
-  ImGui::RadioButton("next trial", &state.pick, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("best predicted", &state.pick, 1);
-  ImGui::SameLine();
-  ImGui::BeginDisabled(!model.fitted);
-  if (ImGui::Button("Write settings file")) {
-    const Status s = session.write_settings(
-        state.settings_path, state.pick == 1 ? autotune::Pick::kBest : autotune::Pick::kNext);
-    state.write_ok = s.ok();
-    state.write_message = s.ok() ? std::string("wrote ") + state.settings_path : s.to_string();
-  }
-  layout->write_button = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
-                                ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
-  ImGui::EndDisabled();
-  if (!state.write_message.empty())
-    ImGui::TextColored(to_vec4(state.write_ok ? colors::kTextDim : colors::kLate), "%s",
-                       state.write_message.c_str());
-
-  ImGui::Separator();
-  ImGui::TextUnformatted("Next trial: command ({settings} {trace} {bin} {dir})");
-  ImGui::InputTextMultiline("##command", state.command, sizeof state.command,
-                            ImVec2(-1, ImGui::GetTextLineHeight() * 3 + 8));
-  ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##trial_dir", "trial directory", state.trial_dir,
-                           sizeof state.trial_dir);
-  const TrialRunInfo& run = session.trial_run();
-  const bool active = run.state == TrialRunState::kRunning || run.state == TrialRunState::kScoring;
-  ImGui::BeginDisabled(active);
-  if (ImGui::Button("Run next trial")) {
-    const Status s = session.start_next_trial(state.command, state.trial_dir);
-    state.run_error = s.ok() ? "" : s.to_string();
-  }
-  ImGui::EndDisabled();
-  ImGui::SameLine();
-  ImGui::BeginDisabled(run.state != TrialRunState::kRunning);
-  if (ImGui::Button("Cancel")) session.cancel_trial();
-  ImGui::EndDisabled();
-  ImGui::SameLine();
-  const Subprocess& p = session.process();
-  static const char* const kStates[] = {"", "running", "scoring", "done", "failed", "cancelled"};
-  if (run.state != TrialRunState::kIdle)
-    ImGui::TextColored(to_vec4(run.state == TrialRunState::kFailed ? colors::kLate : colors::kText),
-                       "%s %.1f s", kStates[static_cast<int>(run.state)], p.elapsed_seconds());
-  if (!state.run_error.empty())
-    ImGui::TextColored(to_vec4(colors::kLate), "%s", state.run_error.c_str());
-  if (run.state == TrialRunState::kIdle) return;
-  ImGui::PushTextWrapPos(0);
-  ImGui::TextDisabled(
-      "%s", run.state == TrialRunState::kRunning ? p.last_line().c_str() : run.message.c_str());
-  ImGui::PopTextWrapPos();
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("%s\n\n%s", run.command.c_str(), run.environment.c_str());
-  ImGui::BeginChild("trial_log", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
-  const std::string tail = p.log_tail(200);
-  ImGui::TextUnformatted(tail.c_str(), tail.c_str() + tail.size());
-  if (run.state == TrialRunState::kRunning) ImGui::SetScrollHereY(1.0f);
-  ImGui::EndChild();
-}
-
 }  // namespace
-
-TunePanelState::TunePanelState() {
-  std::snprintf(command, sizeof command, "%s", default_trial_command().c_str());
-}
 
 void draw_tune_panel(TuneSession& session, const std::vector<std::vector<std::string>>& inputs,
                      TunePanelState& state, TuneLayout* layout) {
@@ -461,7 +394,7 @@ void draw_tune_panel(TuneSession& session, const std::vector<std::vector<std::st
 
   ImGui::SameLine();
   ImGui::BeginChild("tune_actions", ImVec2(0, avail.y));
-  draw_actions(session, state, layout);
+  draw_tune_actions(session, state, layout);
   ImGui::EndChild();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "imgui.h"
+#include "trial_commands.h"
 #include "tune_session.h"
 
 namespace ringscope::view {
@@ -38,7 +39,12 @@ struct TunePanelState {
   std::string write_message;
   bool write_ok = false;
   std::string run_error;  // start_next_trial's error
+  // Commands that started trials, kept between sessions (trial_commands.h).
+  TrialCommandHistory history;
   TunePanelState();
+  // Takes `h` (loaded) and starts from its newest command, if any; a load
+  // error is returned for the owner to show.
+  Status use_history(TrialCommandHistory h);
 };
 
 // Queues each entry of `inputs` (the loaded trace, --tune-trials) not
@@ -47,5 +53,7 @@ struct TunePanelState {
 // open, so a running trial's output is drained.
 void draw_tune_panel(TuneSession& session, const std::vector<std::vector<std::string>>& inputs,
                      TunePanelState& state, TuneLayout* layout);
+// Its right column (tune_actions.cc).
+void draw_tune_actions(TuneSession& session, TunePanelState& state, TuneLayout* layout);
 
 }  // namespace ringscope::view

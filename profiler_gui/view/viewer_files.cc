@@ -43,6 +43,14 @@ void Viewer::init_files() {
     warn(s.message());
     notice_ = s.message();
   }
+  // The Tune panel's trial commands: not even read by headless runs, whose
+  // screenshots must not depend on the user's history.
+  if (Status s = tune_state_.use_history(
+          TrialCommandHistory(write_recent_ ? default_trial_commands_path() : ""));
+      !s.ok()) {
+    warn(s.message());
+    notice_ = s.message();
+  }
   auto_refresh_ = options_.auto_refresh;
   if (!options_.open_dialog_dir.empty() || options_.traces.empty()) {
     open_dialog_.start_dir = options_.open_dialog_dir;

@@ -1,4 +1,5 @@
-// Persistence of ringscope-view's recent-files list and bookmarks: order,
+// Persistence of ringscope-view's recent-files list, bookmarks and the Tune
+// panel's trial commands: order,
 // de-duplication, capacity, missing and corrupt files (ignored with a reason,
 // never a crash), per-trace keying, save / load / delete, and the config
 // directory's environment overrides.
@@ -13,6 +14,7 @@
 #include "recent_files.h"
 #include "trace_test_util.h"
 #include "trace_watch.h"
+#include "trial_commands.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
@@ -274,4 +276,41 @@ TEST_CASE("recent entries' existence is looked up when the list changes, not eve
   // And every kMaxAgeSeconds while shown.
   cache.update(recent, 101.7 + RecentExistenceCache::kMaxAgeSeconds);
   CHECK(cache.checks() == 4);
+}
+
+TEST_CASE("trial commands: newest first, de-duplicated, capped, kept across sessions",
+          "[recent][tune]") {
+  test::TempDir dir;
+  const std::string path = dir.file("cfg/trial-commands.json");
+  {
+    TrialCommandHistory history(path, 2);
+    REQUIRE(history.load().ok());  // no file yet
+    CHECK(history.entries().empty());
+    history.use({"run a {settings}", "runs/a"});
+    history.use({"run b {settings}", "runs/b"});
+    history.use({"run a {settings}", "runs/a"});  // again: first
+    history.use({"run c {settings}", ""});        // over the capacity: b goes
+    REQUIRE(history.save().ok());
+  }
+  TrialCommandHistory next(path, 2);
+  REQUIRE(next.load().ok());
+  REQUIRE(next.entries().size() == 2);
+  CHECK(next.entries()[0] == SavedTrialCommand{"run c {settings}", ""});
+  CHECK(next.entries()[1] == SavedTrialCommand{"run a {settings}", "runs/a"});
+
+  // Corrupt: ignored with the reason, nothing loaded; a file that cannot be
+  // read is not saved over.
+  write_file(path, "{\"version\": 1, \"commands\": [{\"directory\": \"x\"}]}");
+  TrialCommandHistory corrupt(path);
+  const Status s = corrupt.load();
+  CHECK(s.code() == StatusCode::kCorrupt);
+  CHECK(s.message().find("trial-commands.json") != std::string::npos);
+  CHECK(corrupt.entries().empty());
+  std::filesystem::remove(path);
+  std::filesystem::create_directories(path);  // a directory where the file should be
+  TrialCommandHistory unreadable(path);
+  CHECK_FALSE(unreadable.load().ok());
+  unreadable.use({"x", ""});
+  CHECK_FALSE(unreadable.save().ok());
+  CHECK(std::filesystem::is_directory(path));
 }
