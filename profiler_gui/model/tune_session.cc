@@ -122,6 +122,15 @@ int64_t TuneSession::add_traces(std::vector<std::string> inputs, std::string ori
   return id;
 }
 
+int64_t TuneSession::remove_trial(std::string key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t id = next_job_id_++;
+  jobs_.push_back(Job{id, {}, "", std::move(key)});
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  cv_.notify_all();
+  return id;
+}
+
 bool TuneSession::busy() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return job_running_ || !jobs_.empty();
@@ -174,7 +183,7 @@ void TuneSession::worker_loop() {
       result = run_job(job, &trials);
     }
     std::shared_ptr<TuneModel> model;
-    if (!cancel_ && (result.added > 0 || version == 1))
+    if (!cancel_ && (result.added > 0 || result.removed > 0 || version == 1))
       model = fit(trials, version, &result.messages);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -203,6 +212,15 @@ std::vector<TuneSession::Unfinished> TuneSession::take_finished() {
 TuneSession::JobResult TuneSession::run_job(const Job& job, std::vector<TuneTrial>* trials) {
   JobResult result;
   result.id = job.id;
+  if (!job.remove_key.empty()) {
+    const auto gone = std::remove_if(trials->begin(), trials->end(),
+                                     [&](const TuneTrial& t) { return t.key == job.remove_key; });
+    result.removed = static_cast<int>(trials->end() - gone);
+    trials->erase(gone, trials->end());
+    unfinished_.erase(job.remove_key);
+    if (result.removed == 0) result.messages.push_back("no trial " + job.remove_key + " to remove");
+    return result;
+  }
   std::vector<TraceGroup> groups;
   Status s = collect_trace_groups(job.inputs, &groups);
   if (!s.ok()) {

@@ -125,6 +125,10 @@ class TuneSession {
   // files are no longer live (checked every kRecheckInterval) it is scored
   // again and replaces them. Returns the job's id.
   int64_t add_traces(std::vector<std::string> inputs, std::string origin = "trace");
+  // Takes the trials with this TuneTrial::key out of the set (one run: all
+  // its online trials), stops rescoring it if its run was still writing, and
+  // refits without it; its trace can be added again. Queued like add_traces.
+  int64_t remove_trial(std::string key);
   bool busy() const;  // scoring or fitting queued or running
   // Blocks until !busy() (tests, headless); kTimeout after `timeout`.
   Status wait_idle(std::chrono::milliseconds timeout);
@@ -157,10 +161,11 @@ class TuneSession {
     int64_t id;
     std::vector<std::string> inputs;
     std::string origin;
+    std::string remove_key;  // non-empty: a removal, no inputs
   };
   struct JobResult {
     int64_t id = 0;  // 0: a rescore of a finished live trace (no UI job)
-    int added = 0;
+    int added = 0, removed = 0;
     std::vector<std::string> messages;
   };
   // A trace scored (or not scorable yet) while still being written.

@@ -274,14 +274,16 @@ void draw_suggestion(const TuneModel& model) {
   ImGui::PopTextWrapPos();
 }
 
-void draw_trials_table(const TuneModel& model, float height) {
+// The trials, each with a button that takes its run out of the set.
+void draw_trials_table(TuneSession& session, float height) {
+  const TuneModel& model = session.model();
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
-  if (!ImGui::BeginTable("trials", 8, flags, ImVec2(0, height))) return;
+  if (!ImGui::BeginTable("trials", 9, flags, ImVec2(0, height))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   const std::pair<const char*, float> columns[] = {{"#", 18},     {"fusion", 64}, {"cycle", 58},
                                                    {"cache", 36}, {"score", 78},  {"± MAD", 44},
-                                                   {"steps", 36}, {"trace", 0}};
+                                                   {"steps", 36}, {"trace", 0},   {"", 18}};
   for (const auto& [name, width] : columns)
     ImGui::TableSetupColumn(
         name, width > 0 ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch,
@@ -317,6 +319,11 @@ void draw_trials_table(const TuneModel& model, float height) {
     ImGui::TextUnformatted(std::filesystem::path(s.source).filename().c_str());
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("%s\n%s, run %s", s.source.c_str(), t.origin.c_str(), s.run_id.c_str());
+    ImGui::TableNextColumn();
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton("x")) session.remove_trial(t.key);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("take this run's trials out of the set");
+    ImGui::PopID();
   }
   ImGui::EndTable();
 }
@@ -341,7 +348,7 @@ void draw_tune_panel(TuneSession& session, const std::vector<std::vector<std::st
   draw_suggestion(model);
   if (session.busy()) ImGui::TextDisabled("scoring traces and fitting the model ...");
   const float table_h = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing();
-  draw_trials_table(model, std::max(60.0f, table_h));
+  draw_trials_table(session, std::max(60.0f, table_h));
   ImGui::SetNextItemWidth(left_w - 190);
   const bool entered =
       ImGui::InputTextWithHint("##add", "trace, per-rank base path or directory", state.add_path,

@@ -173,6 +173,46 @@ TEST_CASE("tune session: trials from several traces, duplicates skipped, model f
   CHECK_FALSE(session.write_settings(dir.file("no/such/dir/x.json"), autotune::Pick::kNext).ok());
 }
 
+TEST_CASE("tune session: a removed trial leaves the set and the model; it can come back",
+          "[tune]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("runs"));
+  const GeneratedRun ra = trial_run("run-a", 1 << 20, 1.0, 10'000'000);
+  const GeneratedRun rb = trial_run("run-b", 16 << 20, 10.0, 8'000'000);
+  const GeneratedRun rc = trial_run("run-c", 256 << 20, 100.0, 12'500'000);
+  for (const GeneratedRun& r : {ra, rb, rc})
+    autotune::test::write_generated_run(dir.file("runs/" + r.run_id + ".sqlite"), r);
+  TuneSession session;
+  session.add_traces({dir.file("runs")});
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  REQUIRE(session.model().trials.size() == 3);
+  const int64_t before = session.model().version;
+  REQUIRE(session.model().suggestion.best_observed == rb.settings);  // b is the fastest
+  const std::string key_b = find_trial(session.model(), dir.file("runs/run-b.sqlite"))->key;
+
+  session.remove_trial(key_b);
+  session.remove_trial("run:no-such-run");
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  const TuneModel& without = session.model();
+  CHECK(without.version > before);  // refitted
+  REQUIRE(without.trials.size() == 2);
+  CHECK(find_trial(without, dir.file("runs/run-b.sqlite")) == nullptr);
+  REQUIRE(without.fitted);
+  CHECK_FALSE(without.suggestion.best_observed == rb.settings);
+  bool said = false;
+  for (const std::string& m : session.messages())
+    said |= m.find("no trial run:no-such-run to remove") != std::string::npos;
+  CHECK(said);
+
+  session.add_traces({dir.file("runs/run-b.sqlite")});  // not "already loaded" any more
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  CHECK(session.model().trials.size() == 3);
+  CHECK(session.model().suggestion.best_observed == rb.settings);
+}
+
 TEST_CASE("tune session: no usable trace leaves no model and says why", "[tune]") {
   TempDir dir;
   std::ofstream(dir.file("garbage.sqlite"), std::ios::binary) << std::string(4096, 'x');
