@@ -27,6 +27,7 @@
 #include "ringscope/autotune/tune_report.h"
 #include "ringscope/status.h"
 #include "subprocess.h"
+#include "trial_commands.h"
 
 namespace ringscope::view {
 
@@ -78,32 +79,6 @@ struct TrialRunInfo {
   std::string message;      // outcome: "trial added: ...", "exit code 3", ...
   int exit_code = -1;
 };
-
-// A trial command ready for Subprocess::start: the text for /bin/sh -c and
-// the environment variables its placeholders refer to.
-struct TrialCommand {
-  std::string command;
-  std::vector<std::pair<std::string, std::string>> env;  // (name, value)
-};
-
-// Replaces {settings}, {trace}, {bin} and {dir} in `command_template` by
-// references to the environment variables RINGSCOPE_TRIAL_SETTINGS, _TRACE,
-// _BIN and _DIR, which out->env sets to the values in `values` (keys without
-// braces). The values never pass through the shell's parser, so quotes, $()
-// or spaces in a path are harmless. Quoting is sh's: unquoted a placeholder
-// becomes "${VAR}", inside "..." ${VAR}, inside '...' '"${VAR}"' (the quote
-// closed and reopened), so {trace}, "{trace}" and '{trace}' all give the
-// path as one word; a backslash-escaped \{trace} is kept as text. (Nested
-// quoting inside $(...) within "..." is not parsed.) Other text, including
-// other braces, is kept. Errors (kInvalidArgument): no {trace} to replace
-// (the trial's trace could not be found), a placeholder with no value, an
-// unterminated quote.
-Status expand_command_template(const std::string& command_template,
-                               const std::map<std::string, std::string>& values, TrialCommand* out);
-
-// The default command: two ranks of synthetic_gradients from the viewer's
-// own directory ({bin}), 20 steps.
-std::string default_trial_command();
 
 class TuneSession {
  public:
