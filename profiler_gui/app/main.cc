@@ -81,6 +81,8 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
   out << "\ntune_suggestion " << t.suggestion.x << " " << t.suggestion.y << "\n";
   out << "tune_write_button ";
   rect(t.write_button);
+  out << "\ntune_run_button ";
+  rect(t.run_button);
   out << "\n";
   // The Open dialog (when drawn), the bookmarks panel and the visible range.
   out << "open_dialog " << l.open_dialog_entries << " " << l.open_dialog_recent << " "

@@ -76,7 +76,10 @@ void draw_tune_actions(TuneSession& session, TunePanelState& state, TuneLayout* 
   const TrialRunInfo& run = session.trial_run();
   const bool active = run.state == TrialRunState::kRunning || run.state == TrialRunState::kScoring;
   ImGui::BeginDisabled(active);
-  if (ImGui::Button("Run next trial")) {
+  const bool run_clicked = ImGui::Button("Run next trial");
+  layout->run_button = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                              ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  if (run_clicked) {
     Status s = session.start_next_trial(state.command, state.trial_dir);
     if (s.ok()) {  // remembered for the next session
       state.history.use({state.command, state.trial_dir});

@@ -26,6 +26,7 @@ struct TuneLayout {
   ImVec4 heat_legend{0, 0, 0, 0};
   ImVec2 suggestion{0, 0};          // the next trial's marker on the heat map
   ImVec4 write_button{0, 0, 0, 0};  // "Write settings file"
+  ImVec4 run_button{0, 0, 0, 0};    // "Run next trial"
 };
 
 struct TunePanelState {

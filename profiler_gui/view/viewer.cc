@@ -55,8 +55,12 @@ LoadState Viewer::load_state() const {
   const LoadState main = model_.state();
   if (main == LoadState::kReady && compare_model_ && compare_model_->state() == LoadState::kLoading)
     return LoadState::kLoading;
-  // The Tune panel still scoring its traces (headless waits for it).
-  if (main == LoadState::kReady && tune_session_.busy()) return LoadState::kLoading;
+  // The Tune panel still scoring its traces or running a trial (headless
+  // waits for it, and --input scripts for the trial they started).
+  const TrialRunState trial = tune_session_.trial_run().state;
+  if (main == LoadState::kReady && (tune_session_.busy() || trial == TrialRunState::kRunning ||
+                                    trial == TrialRunState::kScoring))
+    return LoadState::kLoading;
   return main;
 }
 

@@ -16,6 +16,9 @@
 
 #include "autotune_test_util.h"
 #include "render_test_util.h"
+#include "ringscope/trace_schema.h"
+#include "subprocess.h"
+#include "trial_commands.h"
 #include "tune_test_util.h"
 
 using namespace ringscope;
@@ -32,7 +35,7 @@ struct Rect {
 
 struct TuneRecord {
   int trials = -1, fitted = 0;
-  Rect threshold_plot, cycle_plot, heat_map, legend, write_button;
+  Rect threshold_plot, cycle_plot, heat_map, legend, write_button, run_button;
   double score_lo = 0, score_hi = 0;
   std::vector<std::array<float, 2>> threshold_points, cycle_points;
   std::string panel;
@@ -49,6 +52,7 @@ TuneRecord read_record(const std::string& path) {
     if (key == "tune_heatmap") rect(&r.heat_map);
     if (key == "tune_legend") rect(&r.legend);
     if (key == "tune_write_button") rect(&r.write_button);
+    if (key == "tune_run_button") rect(&r.run_button);
     if (key == "tune_point") {
       std::string plot;
       std::array<float, 2> p{};
@@ -160,6 +164,52 @@ TEST_CASE("tune panel: clicking Write settings file writes the settings", "[rend
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("\"ringscope-settings\"") != std::string::npos);
   CHECK(text.find("fusion_threshold") != std::string::npos);
+}
+
+TEST_CASE("tune panel: the remembered command runs on a click and its trace becomes a trial",
+          "[render][tune][input]") {
+  autotune::test::TempDir dir;
+  // One-rank runs: the fake trial command copies one rank file.
+  autotune::test::GeneratedRun seed = trial_run("seed", 1 << 20, 0.5, 10'000'000);
+  autotune::test::GeneratedRun fixture = trial_run("fixture", 32 << 20, 3.0, 9'000'000);
+  seed.world_size = fixture.world_size = 1;
+  autotune::test::write_generated_run(dir.file("seed.sqlite"), seed);
+  autotune::test::write_generated_run(dir.file("fixture.sqlite"), fixture);
+  // The command a previous session remembered (trial-commands.json), which
+  // the panel starts from: it "runs" by copying the fixture to {trace}.
+  const std::string command =
+      "t={trace}; cp " + view::shell_quote(per_rank_trace_path(dir.file("fixture.sqlite"), 0)) +
+      " \"${t%.sqlite}.rank0.sqlite\"";
+  view::TrialCommandHistory remembered(dir.file("cfg/trial-commands.json"));
+  remembered.use({command, dir.file("trials")});
+  REQUIRE(remembered.save().ok());
+
+  const std::string env = "RINGSCOPE_VIEW_CONFIG_DIR=" + dir.file("cfg");
+  const std::string args = "--size 1600x900 --panel tune " + dir.file("seed.sqlite");
+  const std::string layout = dir.file("layout.txt");
+  REQUIRE(test::run_viewer(
+              "--screenshot " + dir.file("a.png") + " --layout-out " + layout + " " + args, env)
+              .exit_code == 0);
+  const TuneRecord before = read_record(layout);
+  REQUIRE(before.trials == 1);
+  REQUIRE(before.run_button.x1 > before.run_button.x0);
+  const std::string input = dir.file("run.input");
+  std::ofstream(input) << "click " << (before.run_button.x0 + before.run_button.x1) / 2 << " "
+                       << (before.run_button.y0 + before.run_button.y1) / 2 << "\nwait 2\n";
+  const std::string after_layout = dir.file("after.txt");
+  const test::ViewerRun run =
+      test::run_viewer("--screenshot " + dir.file("b.png") + " --layout-out " + after_layout +
+                           " --input " + input + " " + args,
+                       env);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_record(after_layout).trials == 2);  // the trial's trace, scored and added
+  CHECK(std::filesystem::exists(dir.file("trials/trial0.settings.json")));
+  CHECK(std::filesystem::exists(per_rank_trace_path(dir.file("trials/trial0.sqlite"), 0)));
+  view::TrialCommandHistory after(dir.file("cfg/trial-commands.json"));
+  REQUIRE(after.load().ok());
+  REQUIRE(after.entries().size() == 1);  // the same command, remembered once
+  CHECK(after.entries()[0].command == command);
 }
 
 TEST_CASE("tune panel without usable trials draws and exits cleanly", "[render][tune]") {
