@@ -1,6 +1,9 @@
-// Allreduce sweep, 4 KiB to 64 MiB: MPI_Allreduce (the peer), our pipelined
-// ring alone (over the MPI transport), and a whole ringscope allreduce
-// (negotiation + ring), interleaved in one binary, median of N iterations of
+// Allreduce sweep, 4 KiB to 64 MiB: MPI_Allreduce (the peer), our algorithm
+// alone over the MPI transport (as the runtime picks it: the pipelined ring,
+// recursive doubling for small buffers on 3+ ranks, halving-doubling above
+// that on 4, 8, ... ranks; --small-bytes 0 --no-halving: always the ring),
+// and a whole ringscope allreduce (negotiation + collective), interleaved in
+// one binary, median of N iterations of
 // the slowest rank. Also single-thread memcpy bandwidth, for scale. Prints a
 // table; --json writes the numbers. busbw = algbw * 2(n-1)/n (nccl-tests).
 //
@@ -10,6 +13,7 @@
 #include <memory>
 
 #include "bench_util.h"
+#include "halving_doubling_allreduce.h"
 #include "mpi_transport.h"
 #include "recursive_doubling_allreduce.h"
 #include "response_executor.h"
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   int iters = 10;
   size_t seg_min = 0, seg_max = 0;            // 0 = the runtime's defaults
   size_t small_bytes = kSmallAllreduceBytes;  // --small-bytes 0: always the ring
+  bool halving = true;  // --no-halving: the ring where the runtime would use halving-doubling
   size_t max_bytes = 64u << 20;
   bool with_runtime = true;
   for (int i = 1; i < argc; ++i) {
@@ -70,14 +75,17 @@ int main(int argc, char** argv) {
       seg_max = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--small-bytes" && has_value)
       small_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--no-halving")
+      halving = false;
     else if (a == "--max-bytes" && has_value)
       max_bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--no-runtime")
       with_runtime = false;
     else {
-      std::fprintf(stderr,
-                   "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
-                   "[--small-bytes B] [--segment-min B] [--segment-max B] [--no-runtime]\n");
+      std::fprintf(
+          stderr,
+          "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
+          "[--small-bytes B] [--no-halving] [--segment-min B] [--segment-max B] [--no-runtime]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -134,6 +142,8 @@ int main(int argc, char** argv) {
       // "ours": the algorithm the runtime picks for this size.
       if (n >= 3 && bytes <= small_bytes)
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      else if (halving && use_halving_doubling(bytes, n))
+        halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else
         ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       double d_ring = max_over_ranks(now_s() - t0);

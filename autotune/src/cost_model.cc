@@ -123,6 +123,13 @@ double CostModel::allreduce_ns(int64_t bytes) const {
     const int steps = static_cast<int>(std::log2(p)) + (n > p ? 2 : 0);
     return overhead + steps * rd_step.at(static_cast<double>(bytes));
   }
+  if (bytes > 0 && use_halving_doubling(static_cast<size_t>(bytes), n)) {
+    // Exchanges of 1/2, 1/4, ... 1/n of the buffer, each way (ring-step kinds).
+    double steps = 0;
+    for (int part = 2; part <= n; part *= 2)
+      steps += ring_step.at(static_cast<double>(bytes) / part);
+    return overhead + 2.0 * steps;
+  }
   const double step_bytes = static_cast<double>(bytes) / n;
   return overhead + 2.0 * (n - 1) * ring_step.at(step_bytes);
 }

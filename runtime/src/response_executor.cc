@@ -5,6 +5,7 @@
 
 #include "chain_broadcast.h"
 #include "dtype_ops.h"
+#include "halving_doubling_allreduce.h"
 #include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
@@ -178,6 +179,9 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     if (use_recursive_doubling(g.bytes, n)) {
       algorithm = kAlgorithmRecursiveDoubling;
       s = recursive_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
+    } else if (use_halving_doubling(g.bytes, n)) {
+      algorithm = kAlgorithmHalvingDoubling;
+      s = halving_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
     } else {
       s = ring_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
     }

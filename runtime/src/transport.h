@@ -48,6 +48,7 @@ enum Tag : int {
   kTagAllgatherv = 18,
   kTagBroadcast = 19,
   kTagRecursiveDoubling = 20,
+  kTagHalvingDoubling = 21,
 };
 
 // One posted send or receive.

@@ -1,10 +1,12 @@
 // The collective algorithms against a plain reference, with ranks as
-// threads: world sizes {1, 2, 3, 5, 8} x element counts {0, 1, a prime,
-// fewer than ranks, large}, every dtype and reduce op.
+// threads: world sizes {1, 2, 3, 5, 8} (halving-doubling: powers of two) x
+// element counts {0, 1, a prime, fewer than ranks, large}, every dtype and
+// reduce op.
 #include <catch2/catch.hpp>
 
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
+#include "halving_doubling_allreduce.h"
 #include "local_world.h"
 #include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
@@ -106,6 +108,71 @@ TEST_CASE("recursive doubling step counts match what check expects", "[doubling]
       CHECK(recs[r].events(EventKind::kRecursiveDoublingStep).size() == expected);
     }
   }
+}
+
+TEST_CASE("halving-doubling matches the reference and is identical on every rank",
+          "[halving][allreduce]") {
+  ThreadChecks checks;
+  for (int n : {1, 2, 4, 8})
+    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{7}, size_t{97}, size_t{4099}})
+      for (DataType t : all_dtypes())
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+          std::vector<std::vector<uint8_t>> results(n);
+          run_ranks(n, [&](int r, Transport& tr) {
+            HostBuffer scratch;
+            std::vector<uint8_t> buf = make_input(t, r, count);
+            Status s = halving_doubling_allreduce(context(tr, scratch), buf.data(), count, t, op);
+            checks.expect(s.ok(), s.to_string());
+            for (size_t i = 0; i < count; ++i) {
+              double want = expected_allreduce(t, op, n, i, 1, 1);
+              double got = get_element(t, buf.data(), i);
+              if (std::abs(got - want) > tolerance(t, want)) {
+                checks.expect(false,
+                              std::string("halving ") + dtype_name(t) + " n=" + std::to_string(n) +
+                                  " count=" + std::to_string(count) + " i=" + std::to_string(i));
+                break;
+              }
+            }
+            results[r] = buf;
+          });
+          for (int r = 1; r < n; ++r)
+            checks.expect(results[r] == results[0], "ranks differ bitwise, n=" + std::to_string(n));
+        }
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; powers of two only",
+          "[halving][allreduce]") {
+  const int n = 8;
+  std::vector<CaptureRecorder> recs(n);
+  run_ranks(n, [&](int r, Transport& tr) {
+    HostBuffer scratch;
+    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 1000);
+    CollectiveContext ctx = context(tr, scratch);
+    ctx.recorder = &recs[r];
+    halving_doubling_allreduce(ctx, buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (int r = 0; r < n; ++r) {
+    auto rs = recs[r].events(EventKind::kRingReduceScatter);
+    auto ag = recs[r].events(EventKind::kRingAllgather);
+    REQUIRE(rs.size() == 3);
+    REQUIRE(ag.size() == 3);
+    CHECK(rs[0].peer_send == (r ^ 4));  // halves first with the farthest partner
+    CHECK(rs[0].bytes == 500 * 4);
+    CHECK(rs[2].peer_send == (r ^ 1));
+    CHECK(rs[2].bytes == 125 * 4);
+    CHECK(ag[0].peer_send == (r ^ 1));  // then doubles back
+    CHECK(ag[2].peer_send == (r ^ 4));
+  }
+  std::vector<Status> results(3);
+  run_ranks(3, [&](int r, Transport& tr) {
+    HostBuffer scratch;
+    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 10);
+    results[r] = halving_doubling_allreduce(context(tr, scratch), buf.data(), 10,
+                                            DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (const Status& s : results) CHECK(s.code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("ring allreduce records 2(n-1) steps with ring peers", "[ring][allreduce]") {

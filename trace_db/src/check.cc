@@ -16,6 +16,7 @@ struct RankScan {
   std::set<CollectiveKey> non_ring;                         // MPI / NCCL implementation used
   std::map<CollectiveKey, std::pair<int, int>> ring_steps;  // (reduce-scatter, allgather)
   std::set<CollectiveKey> recursive_doubling;               // allreduces using it
+  std::set<CollectiveKey> halving_doubling;                 // allreduces using it
   std::map<CollectiveKey, int> doubling_steps;
   int64_t dropped_marked = 0;
 };
@@ -69,6 +70,9 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
         if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
             e.value == kAlgorithmRecursiveDoubling)
           scan->recursive_doubling.insert(key);
+        if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
+            e.value == kAlgorithmHalvingDoubling)
+          scan->halving_doubling.insert(key);
       } else {
         scan->non_ring.insert(key);
       }
@@ -158,6 +162,17 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       }
       auto it = scan.ring_steps.find(key);
       const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
+      if (scan.halving_doubling.count(key)) {  // log2(n) halvings, then as many doublings
+        int log2n = 0;
+        while ((1 << (log2n + 1)) <= n) ++log2n;
+        if (rs != log2n || ag != log2n)
+          reporter.violation("ring-steps",
+                             "rank " + std::to_string(rank) + ": halving-doubling allreduce " +
+                                 key_text(key) + " has " + std::to_string(rs) + " + " +
+                                 std::to_string(ag) + " steps; expected " + std::to_string(log2n) +
+                                 " + " + std::to_string(log2n) + " for n=" + std::to_string(n));
+        continue;
+      }
       if (rs != n - 1 || ag != n - 1)
         reporter.violation("ring-steps", "rank " + std::to_string(rank) + ": ring allreduce " +
                                              key_text(key) + " has " + std::to_string(rs) +

@@ -59,7 +59,11 @@ enum class SettingKey : int32_t {
 };
 
 // Allreduce algorithm (TraceEvent::value of kAllreduce events).
-enum AllreduceAlgorithm : int32_t { kAlgorithmRing = 0, kAlgorithmRecursiveDoubling = 1 };
+enum AllreduceAlgorithm : int32_t {
+  kAlgorithmRing = 0,
+  kAlgorithmRecursiveDoubling = 1,
+  kAlgorithmHalvingDoubling = 2,  // steps recorded as RING_REDUCE_SCATTER / RING_ALLGATHER
+};
 
 // Negotiation path of a response (stored in TraceEvent::aux for kNegotiate
 // and kCycle: bit 0 = fast path used, bit 1 = slow path used).
