@@ -95,7 +95,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     for (auto& d : done) REQUIRE(d.get_future().get().ok());
     rt->mark_step(step);
   }
-  // One big tensor (ring), one late rank, an allgather and a broadcast.
+  // One big tensor (the ring; halving-doubling at 4 ranks), one late rank.
   std::vector<float> big(1 << 18, 1.0f);
   REQUIRE(run(*rt, "big", big).ok());
   ++submitted;

@@ -92,6 +92,20 @@ TEST_CASE("check catches each violation", "[trace][check]") {
   }
 }
 
+TEST_CASE("check counts log2(n) steps each way for a halving-doubling allreduce",
+          "[trace][check]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 3;
+  run.halving_doubling = true;
+  CHECK(check_run(run, dir).ok());  // 2 + 2 steps, not 3 + 3
+  run.extra_ring_step_on_rank = 1;
+  CheckReport report = check_run(run, dir);
+  CHECK(has_violation(report, "ring-steps", "rank 1: halving-doubling allreduce"));
+  CHECK(has_violation(report, "ring-steps", "expected 2 + 2 for n=4"));
+}
+
 TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
   test::TempDir dir;
   const std::string path = dir.file("drop.rank0.sqlite");

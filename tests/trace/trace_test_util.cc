@@ -63,7 +63,11 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   }
   int64_t s = decided + 10'000;
   const int64_t total = tensor_bytes * int64_t(names.size());
-  const int64_t ring_steps = n > 1 ? 2 * (n - 1) : 0;
+  int log2n = 0;
+  while ((1 << (log2n + 1)) <= n) ++log2n;
+  // Per direction: n-1 ring steps, or log2 n halvings / doublings.
+  const int64_t half_steps = run.halving_doubling ? log2n : n - 1;
+  const int64_t ring_steps = n > 1 ? 2 * half_steps : 0;
   const int64_t fusion_dur = 100'000 + ring_steps * 50'000 + 100'000;
   for (size_t m = 0; m < names.size(); ++m) {
     TraceEvent member =
@@ -85,15 +89,21 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   all.bytes = total;
   all.name_id = names[0];
   all.aux = int32_t(names.size());
+  if (run.halving_doubling && !as_broadcast) all.value = kAlgorithmHalvingDoubling;
   w.record(all);
   const int64_t extra = rank == run.extra_ring_step_on_rank && first ? 1 : 0;
   for (int64_t k = 0; k < ring_steps + extra; ++k) {
-    const bool scatter = k < n - 1;
+    const bool scatter = k < half_steps;
     TraceEvent step = make(scatter ? EventKind::kRingReduceScatter : EventKind::kRingAllgather,
                            s + k * 50'000, 45'000, cycle, seq);
-    step.step = int32_t(scatter ? k : k - (n - 1));
-    step.peer_send = (rank + 1) % n;
-    step.peer_recv = (rank + n - 1) % n;
+    step.step = int32_t(scatter ? k : k - half_steps);
+    if (run.halving_doubling) {  // partner rank XOR 2^j
+      const int partner = rank ^ (1 << int((scatter ? log2n - 1 - k : k - half_steps) % log2n));
+      step.peer_send = step.peer_recv = partner;
+    } else {
+      step.peer_send = (rank + 1) % n;
+      step.peer_recv = (rank + n - 1) % n;
+    }
     step.bytes = total / n;
     w.record(step);
   }
