@@ -57,25 +57,30 @@ TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {
   REQUIRE(checks.ok());
 }
 
-TEST_CASE("recursive doubling matches the reference and is identical on every rank",
-          "[doubling][allreduce]") {
+namespace {
+using Allreduce = Status (*)(const CollectiveContext&, void*, size_t, DataType, ReduceOp);
+
+// `allreduce` on n ranks (threads) for every world size, count, dtype and
+// op given: the reference result on every rank, bitwise identical ranks.
+void check_identical_allreduce(const char* name, Allreduce allreduce, std::vector<int> sizes,
+                               std::vector<size_t> counts) {
   ThreadChecks checks;
-  for (int n : {1, 2, 3, 5, 6, 7, 8})
-    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{97}, size_t{4099}})
+  for (int n : sizes)
+    for (size_t count : counts)
       for (DataType t : all_dtypes())
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
           std::vector<std::vector<uint8_t>> results(n);
           run_ranks(n, [&](int r, Transport& tr) {
             HostBuffer scratch;
             std::vector<uint8_t> buf = make_input(t, r, count);
-            Status s = recursive_doubling_allreduce(context(tr, scratch), buf.data(), count, t, op);
+            Status s = allreduce(context(tr, scratch), buf.data(), count, t, op);
             checks.expect(s.ok(), s.to_string());
             for (size_t i = 0; i < count; ++i) {
               double want = expected_allreduce(t, op, n, i, 1, 1);
               double got = get_element(t, buf.data(), i);
               if (std::abs(got - want) > tolerance(t, want)) {
                 checks.expect(false,
-                              std::string("doubling ") + dtype_name(t) + " n=" + std::to_string(n) +
+                              std::string(name) + " " + dtype_name(t) + " n=" + std::to_string(n) +
                                   " count=" + std::to_string(count) + " i=" + std::to_string(i));
                 break;
               }
@@ -87,6 +92,13 @@ TEST_CASE("recursive doubling matches the reference and is identical on every ra
         }
   INFO(checks.summary());
   REQUIRE(checks.ok());
+}
+}  // namespace
+
+TEST_CASE("recursive doubling matches the reference and is identical on every rank",
+          "[doubling][allreduce]") {
+  check_identical_allreduce("doubling", recursive_doubling_allreduce, {1, 2, 3, 5, 6, 7, 8},
+                            {0, 1, 3, 97, 4099});
 }
 
 TEST_CASE("recursive doubling step counts match what check expects", "[doubling]") {
@@ -112,34 +124,8 @@ TEST_CASE("recursive doubling step counts match what check expects", "[doubling]
 
 TEST_CASE("halving-doubling matches the reference and is identical on every rank",
           "[halving][allreduce]") {
-  ThreadChecks checks;
-  for (int n : {1, 2, 4, 8})
-    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{7}, size_t{97}, size_t{4099}})
-      for (DataType t : all_dtypes())
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
-          std::vector<std::vector<uint8_t>> results(n);
-          run_ranks(n, [&](int r, Transport& tr) {
-            HostBuffer scratch;
-            std::vector<uint8_t> buf = make_input(t, r, count);
-            Status s = halving_doubling_allreduce(context(tr, scratch), buf.data(), count, t, op);
-            checks.expect(s.ok(), s.to_string());
-            for (size_t i = 0; i < count; ++i) {
-              double want = expected_allreduce(t, op, n, i, 1, 1);
-              double got = get_element(t, buf.data(), i);
-              if (std::abs(got - want) > tolerance(t, want)) {
-                checks.expect(false,
-                              std::string("halving ") + dtype_name(t) + " n=" + std::to_string(n) +
-                                  " count=" + std::to_string(count) + " i=" + std::to_string(i));
-                break;
-              }
-            }
-            results[r] = buf;
-          });
-          for (int r = 1; r < n; ++r)
-            checks.expect(results[r] == results[0], "ranks differ bitwise, n=" + std::to_string(n));
-        }
-  INFO(checks.summary());
-  REQUIRE(checks.ok());
+  check_identical_allreduce("halving", halving_doubling_allreduce, {1, 2, 4, 8},
+                            {0, 1, 3, 7, 97, 4099});
 }
 
 TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; powers of two only",
