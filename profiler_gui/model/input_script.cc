@@ -5,9 +5,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
+
+#include "config_dir.h"
 
 namespace ringscope::view {
 namespace {
@@ -145,11 +145,8 @@ bool parse_input_script(const std::string& text, std::vector<InputFrame>* frames
 bool load_input_script(const std::string& path, std::vector<InputFrame>* frames,
                        std::string* error) {
   std::error_code ec;
-  std::ifstream in(path);
   std::string text;
-  if (in && std::filesystem::is_regular_file(path, ec))
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in.is_open() || in.bad() || !std::filesystem::is_regular_file(path, ec)) {
+  if (!std::filesystem::is_regular_file(path, ec) || !read_whole_file(path, &text).ok()) {
     *error = "--input: cannot read " + path;
     return false;
   }
