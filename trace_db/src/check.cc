@@ -70,8 +70,8 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
         if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
             e.value == kAlgorithmRecursiveDoubling)
           scan->recursive_doubling.insert(key);
-        if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
-            e.value == kAlgorithmHalvingDoubling)
+        else if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
+                 e.value == kAlgorithmHalvingDoubling)
           scan->halving_doubling.insert(key);
       } else {
         scan->non_ring.insert(key);
@@ -139,6 +139,8 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
 
   // 2(n-1) ring steps per ring allreduce; no step outside a collective.
   const int n = world > 0 ? world : static_cast<int>(reader.ranks().size());
+  int p = 1, log2p = 0;  // the largest power of two <= n
+  while (p * 2 <= n) p *= 2, ++log2p;
   for (const auto& [rank, scan] : scans) {
     for (const auto& [key, kind] : scan.collectives) {
       if (kind != static_cast<uint16_t>(EventKind::kAllreduce) || n <= 1 ||
@@ -147,8 +149,6 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       if (scan.recursive_doubling.count(key)) {
         // log2(p) exchanges; with rem = n - p extra ranks, ranks below 2*rem
         // fold in before and unfold after (even ones skip the exchanges).
-        int p = 1, log2p = 0;
-        while (p * 2 <= n) p *= 2, ++log2p;
         const int rem = n - p;
         const int expected = rank < 2 * rem ? (rank % 2 == 0 ? 2 : log2p + 2) : log2p;
         auto d = scan.doubling_steps.find(key);
@@ -163,8 +163,7 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       auto it = scan.ring_steps.find(key);
       const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
       if (scan.halving_doubling.count(key)) {  // log2(n) halvings, then as many doublings
-        int log2n = 0;
-        while ((1 << (log2n + 1)) <= n) ++log2n;
+        const int log2n = log2p;               // n is a power of two there
         if (rs != log2n || ag != log2n)
           reporter.violation("ring-steps",
                              "rank " + std::to_string(rank) + ": halving-doubling allreduce " +
