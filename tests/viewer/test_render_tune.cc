@@ -63,6 +63,11 @@ TuneRecord read_record(const std::string& path) {
   return r;
 }
 
+// An --input script that clicks the middle of `r`, then waits two frames.
+void write_click(const std::string& path, const Rect& r) {
+  std::ofstream(path) << "click " << (r.x0 + r.x1) / 2 << " " << (r.y0 + r.y1) / 2 << "\nwait 2\n";
+}
+
 constexpr std::array<int, 3> kTrialPoint{255, 150, 40};  // tune_panel.cc
 constexpr std::array<int, 3> kNextTrial{240, 90, 240};
 
@@ -151,8 +156,7 @@ TEST_CASE("tune panel: clicking Write settings file writes the settings", "[rend
   REQUIRE(rec.write_button.x1 > rec.write_button.x0);
   // The settings path is relative ("tuned.json"): the viewer runs in dir.
   const std::string input = dir.file("click.input");
-  std::ofstream(input) << "click " << (rec.write_button.x0 + rec.write_button.x1) / 2 << " "
-                       << (rec.write_button.y0 + rec.write_button.y1) / 2 << "\nwait 2\n";
+  write_click(input, rec.write_button);
   CHECK_FALSE(std::filesystem::exists(dir.file("tuned.json")));
   const test::ViewerRun run =
       test::run_viewer("--screenshot " + dir.file("clicked.png") + " --input " + input + " " + args,
@@ -194,8 +198,7 @@ TEST_CASE("tune panel: the remembered command runs on a click and its trace beco
   REQUIRE(before.trials == 1);
   REQUIRE(before.run_button.x1 > before.run_button.x0);
   const std::string input = dir.file("run.input");
-  std::ofstream(input) << "click " << (before.run_button.x0 + before.run_button.x1) / 2 << " "
-                       << (before.run_button.y0 + before.run_button.y1) / 2 << "\nwait 2\n";
+  write_click(input, before.run_button);
   const std::string after_layout = dir.file("after.txt");
   const test::ViewerRun run =
       test::run_viewer("--screenshot " + dir.file("b.png") + " --layout-out " + after_layout +
