@@ -93,6 +93,22 @@ void check_identical_allreduce(const char* name, Allreduce allreduce, std::vecto
   INFO(checks.summary());
   REQUIRE(checks.ok());
 }
+
+// The events each rank records for one float32 sum of `count` elements
+// tagged (cycle 7, seq_index 2).
+std::vector<CaptureRecorder> record_allreduce(int n, size_t count, Allreduce allreduce) {
+  std::vector<CaptureRecorder> recs(n);
+  run_ranks(n, [&](int r, Transport& tr) {
+    HostBuffer scratch;
+    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, count);
+    CollectiveContext ctx = context(tr, scratch);
+    ctx.recorder = &recs[r];
+    ctx.cycle = 7;
+    ctx.seq_index = 2;
+    allreduce(ctx, buf.data(), count, DataType::kFloat32, ReduceOp::kSum);
+  });
+  return recs;
+}
 }  // namespace
 
 TEST_CASE("recursive doubling matches the reference and is identical on every rank",
@@ -103,14 +119,7 @@ TEST_CASE("recursive doubling matches the reference and is identical on every ra
 
 TEST_CASE("recursive doubling step counts match what check expects", "[doubling]") {
   for (int n : {2, 3, 4, 5, 6, 7}) {
-    std::vector<CaptureRecorder> recs(n);
-    run_ranks(n, [&](int r, Transport& tr) {
-      HostBuffer scratch;
-      std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 64);
-      CollectiveContext ctx = context(tr, scratch);
-      ctx.recorder = &recs[r];
-      recursive_doubling_allreduce(ctx, buf.data(), 64, DataType::kFloat32, ReduceOp::kSum);
-    });
+    const std::vector<CaptureRecorder> recs = record_allreduce(n, 64, recursive_doubling_allreduce);
     int p = 1, log2p = 0;
     while (p * 2 <= n) p *= 2, ++log2p;
     const int rem = n - p;
@@ -131,14 +140,7 @@ TEST_CASE("halving-doubling matches the reference and is identical on every rank
 TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; powers of two only",
           "[halving][allreduce]") {
   const int n = 8;
-  std::vector<CaptureRecorder> recs(n);
-  run_ranks(n, [&](int r, Transport& tr) {
-    HostBuffer scratch;
-    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 1000);
-    CollectiveContext ctx = context(tr, scratch);
-    ctx.recorder = &recs[r];
-    halving_doubling_allreduce(ctx, buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
-  });
+  const std::vector<CaptureRecorder> recs = record_allreduce(n, 1000, halving_doubling_allreduce);
   for (int r = 0; r < n; ++r) {
     auto rs = recs[r].events(EventKind::kRingReduceScatter);
     auto ag = recs[r].events(EventKind::kRingAllgather);
@@ -163,16 +165,7 @@ TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; pow
 
 TEST_CASE("ring allreduce records 2(n-1) steps with ring peers", "[ring][allreduce]") {
   const int n = 4;
-  std::vector<CaptureRecorder> recs(n);
-  run_ranks(n, [&](int r, Transport& tr) {
-    HostBuffer scratch;
-    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 1000);
-    CollectiveContext ctx = context(tr, scratch);
-    ctx.recorder = &recs[r];
-    ctx.cycle = 7;
-    ctx.seq_index = 2;
-    ring_allreduce(ctx, buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
-  });
+  const std::vector<CaptureRecorder> recs = record_allreduce(n, 1000, ring_allreduce);
   for (int r = 0; r < n; ++r) {
     auto rs = recs[r].events(EventKind::kRingReduceScatter);
     auto ag = recs[r].events(EventKind::kRingAllgather);
