@@ -1,7 +1,8 @@
 // Allreduce sweep, 4 KiB to 64 MiB: MPI_Allreduce (the peer), our algorithm
 // alone over the MPI transport (as the runtime picks it: the pipelined ring,
 // recursive doubling for small buffers on 3+ ranks, halving-doubling above
-// that on 4, 8, ... ranks; --small-bytes 0 --no-halving: always the ring),
+// that on 4, 8, ... ranks, shared memory for 3+ ranks on one node;
+// --small-bytes 0 --no-halving --no-shared-memory: always the ring),
 // and a whole ringscope allreduce (negotiation + collective), interleaved in
 // one binary, median of N iterations of
 // the slowest rank. Also single-thread memcpy bandwidth, for scale. Prints a
@@ -19,6 +20,7 @@
 #include "response_executor.h"
 #include "ring_allreduce.h"
 #include "runtime.h"
+#include "shared_memory_allreduce.h"
 
 using namespace ringscope;
 using namespace ringscope::bench;
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
   size_t seg_min = 0, seg_max = 0;            // 0 = the runtime's defaults
   size_t small_bytes = kSmallAllreduceBytes;  // --small-bytes 0: always the ring
   bool halving = true;  // --no-halving: the ring where the runtime would use halving-doubling
+  bool shared = true;   // --no-shared-memory: no shared-memory allreduce (3+ ranks on one node)
   size_t max_bytes = 64u << 20;
   bool with_runtime = true;
   for (int i = 1; i < argc; ++i) {
@@ -77,15 +80,18 @@ int main(int argc, char** argv) {
       small_bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--no-halving")
       halving = false;
+    else if (a == "--no-shared-memory")
+      shared = false;
     else if (a == "--max-bytes" && has_value)
       max_bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--no-runtime")
       with_runtime = false;
     else {
-      std::fprintf(
-          stderr,
-          "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
-          "[--small-bytes B] [--no-halving] [--segment-min B] [--segment-max B] [--no-runtime]\n");
+      std::fprintf(stderr,
+                   "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
+                   "[--small-bytes B] [--no-halving] [--no-shared-memory] [--segment-min B] "
+                   "[--segment-max B] "
+                   "[--no-runtime]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -113,6 +119,12 @@ int main(int argc, char** argv) {
   ctx.scratch = &scratch;
   if (seg_min) ctx.min_segment_bytes = seg_min;
   if (seg_max) ctx.max_segment_bytes = seg_max;
+  std::unique_ptr<SharedRegions> regions;
+  if (shared && ring_transport
+                    ->allocate_shared_regions(std::min(max_bytes, kSharedMemoryMaxBytes),
+                                              Deadline::after(60), &regions)
+                    .ok())
+    ctx.shared = regions.get();
 
   const double memcpy_bw = memcpy_gbps();
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
@@ -140,7 +152,9 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
       // "ours": the algorithm the runtime picks for this size.
-      if (n >= 3 && bytes <= small_bytes)
+      if (ctx.shared && use_shared_memory(bytes, n, /*fused=*/false))
+        shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      else if (n >= 3 && bytes <= small_bytes)
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else if (halving && use_halving_doubling(bytes, n))
         halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
@@ -179,6 +193,7 @@ int main(int argc, char** argv) {
     }
   }
   if (runtime) runtime->shutdown();
+  regions.reset();  // collective: every rank is here
   if (rank == 0) {
     char head[256];
     std::snprintf(head, sizeof(head),

@@ -112,11 +112,15 @@ bool fit_linear(const std::vector<std::vector<double>>& x, const std::vector<dou
   return true;
 }
 
-double CostModel::allreduce_ns(int64_t bytes) const {
+double CostModel::allreduce_ns(int64_t bytes, bool fused) const {
   const int n = std::max(1, world_size);
   if (mpi_allreduce) return mpi_allreduce_cost.at(static_cast<double>(bytes));
+  if (shm_allreduce.samples > 0 && use_shared_memory(static_cast<size_t>(bytes), n, fused))
+    return shm_allreduce.at(static_cast<double>(bytes));
   const double overhead = overhead_ns(bytes);
   if (n == 1 || bytes == 0) return overhead;
+  if (ring_step.samples == 0 && rd_step.samples == 0 && shm_allreduce.samples > 0)
+    return shm_allreduce.at(static_cast<double>(bytes));  // see the note in fit_cost_model
   if (bytes > 0 && use_recursive_doubling(static_cast<size_t>(bytes), n) && rd_step.samples > 0) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
@@ -150,6 +154,7 @@ std::string CostModel::describe() const {
       buf, sizeof buf,
       "ring step: alpha %.1f us, beta %.2f GB/s (%d samples)\n"
       "recursive doubling step: alpha %.1f us, beta %.2f GB/s (%d samples)\n"
+      "shared-memory allreduce: alpha %.1f us, beta %.2f GB/s (%d samples)\n"
       "collective overhead: %.1f us + %.3f ms/MB\n"
       "copy in: %.1f us + %.2f us/member + %.3f ms/MB; copy out: %.1f us + %.2f us/member + "
       "%.3f ms/MB (unfused groups copying in/out: %.0f%%/%.0f%%)\n"
@@ -157,6 +162,8 @@ std::string CostModel::describe() const {
       "negotiation: fast %.1f us; slow %.1f us + %.2f us/response (%d samples)\n",
       ring_step.alpha_ns / 1e3, ring_gbps(), ring_step.samples, rd_step.alpha_ns / 1e3,
       rd_step.per_unit_ns > 0 ? 1.0 / rd_step.per_unit_ns : 0.0, rd_step.samples,
+      shm_allreduce.alpha_ns / 1e3,
+      shm_allreduce.per_unit_ns > 0 ? 1.0 / shm_allreduce.per_unit_ns : 0.0, shm_allreduce.samples,
       collective_overhead.alpha_ns / 1e3, collective_overhead.per_unit_ns, copy_in_alpha_ns / 1e3,
       copy_in_per_member_ns / 1e3, copy_in_per_byte_ns, copy_out_alpha_ns / 1e3,
       copy_out_per_member_ns / 1e3, copy_out_per_byte_ns, 100 * unfused_copy_in_fraction,
@@ -175,13 +182,18 @@ Status fit_cost_model(const CalibrationSamples& s, int world_size, bool mpi_allr
   out->mpi_allreduce = mpi_allreduce;
   out->ring_step = fit_bytes(s.ring_steps);
   out->rd_step = fit_bytes(s.rd_steps);
+  out->shm_allreduce = fit_bytes(s.shm_allreduces);
   out->mpi_allreduce_cost = fit_bytes(s.mpi_allreduces);
   out->allgather = fit_bytes(s.allgathers);
   out->broadcast = fit_bytes(s.broadcasts);
-  if (world_size > 1 && !mpi_allreduce && s.ring_steps.empty() && s.rd_steps.empty())
+  if (world_size > 1 && !mpi_allreduce && s.ring_steps.empty() && s.rd_steps.empty() &&
+      s.shm_allreduces.empty())
     return Status(StatusCode::kInvalidArgument,
-                  "no ring or recursive-doubling steps recorded: cannot calibrate the allreduce "
-                  "cost");
+                  "no ring, recursive-doubling or shared-memory allreduce recorded: cannot "
+                  "calibrate the allreduce cost");
+  if (world_size > 1 && !mpi_allreduce && s.ring_steps.empty() && s.rd_steps.empty())
+    out->notes.push_back(
+        "only shared-memory allreduces recorded: ring allreduces are priced like them");
   if (mpi_allreduce && s.mpi_allreduces.empty())
     return Status(StatusCode::kInvalidArgument,
                   "the run used MPI_Allreduce but recorded no MPI_ALLREDUCE span");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace ringscope::autotune {
@@ -71,8 +72,15 @@ Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
 
 // Timing samples of one rank; negotiation per cycle is merged over ranks by the caller.
 void collect_samples(const RankEvents& ev, CalibrationSamples* s) {
+  std::set<Key> shared_memory;
+  for (const TraceEvent& e : ev.collectives)
+    if (is(e, EventKind::kAllreduce) && e.value == kAlgorithmSharedMemory) {
+      shared_memory.insert({e.cycle, e.seq_index});
+      s->shm_allreduces.push_back({e.bytes, dur(e)});
+    }
   std::map<Key, int64_t> step_sum;
   for (const TraceEvent& e : ev.steps) {
+    if (shared_memory.count({e.cycle, e.seq_index})) continue;
     step_sum[{e.cycle, e.seq_index}] += dur(e);
     auto& list = is(e, EventKind::kRecursiveDoublingStep) ? s->rd_steps : s->ring_steps;
     list.push_back({e.bytes, dur(e)});
@@ -93,8 +101,9 @@ void collect_samples(const RankEvents& ev, CalibrationSamples* s) {
   for (const TraceEvent& e : ev.collectives) {
     const Key key{e.cycle, e.seq_index};
     if (is(e, EventKind::kAllreduce)) {
-      auto it = step_sum.find(key);
-      if (it != step_sum.end()) s->collective_overhead.push_back({e.bytes, dur(e) - it->second});
+      auto it = step_sum.find(key);  // (shared-memory ones were sampled whole, above)
+      if (it != step_sum.end() && !shared_memory.count(key))
+        s->collective_overhead.push_back({e.bytes, dur(e) - it->second});
       if (!members.count(key)) {
         ++s->unfused_groups;
         s->unfused_copy_in += copied_in.count(key);

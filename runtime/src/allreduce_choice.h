@@ -26,4 +26,16 @@ inline bool use_halving_doubling(size_t bytes, int ranks) {
   return ranks >= 4 && (ranks & (ranks - 1)) == 0 && bytes > kSmallAllreduceBytes;
 }
 
+// When every rank is on one node, ranks read each other's memory instead of
+// exchanging messages (shared_memory_allreduce.h), up to this many bytes
+// per allreduce (the size of each rank's shared region). It needs the data
+// in the shared region: a fused group is copied there instead of into the
+// fusion buffer at no extra cost; a single tensor pays a copy in and out,
+// which at 2 ranks costs more than the ring's one exchange each way (measured
+// with bench/allreduce_bench at np=2 and np=4: docs/performance.md).
+constexpr size_t kSharedMemoryMaxBytes = size_t{64} << 20;
+inline bool use_shared_memory(size_t bytes, int ranks, bool fused) {
+  return ranks >= 2 && bytes > 0 && bytes <= kSharedMemoryMaxBytes && (fused || ranks >= 3);
+}
+
 }  // namespace ringscope

@@ -26,8 +26,9 @@ inline TraceEvent make_event(EventKind kind, int64_t start_ns, int64_t end_ns, i
 
 struct CollectiveContext {
   Transport* transport = nullptr;
-  double timeout_seconds = 300.0;  // per wait: no progress for this long fails
-  HostBuffer* scratch = nullptr;   // grow-only scratch (ring receive space)
+  double timeout_seconds = 300.0;   // per wait: no progress for this long fails
+  HostBuffer* scratch = nullptr;    // grow-only scratch (ring receive space)
+  SharedRegions* shared = nullptr;  // node-shared memory (shared-memory allreduce)
   // Segment bounds, measured with bench/allreduce_bench --segment-min/-max:
   // smaller segments overlap more but pay a rendezvous per message.
   size_t min_segment_bytes = 512 << 10;

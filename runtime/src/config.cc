@@ -128,6 +128,16 @@ Status options_from_env(const EnvLookup& env, Options* out) {
                     "RINGSCOPE_CPU_ALLREDUCE='" + *v + "' is invalid: expected 'ring' or 'mpi'");
     }
   }
+  if (auto v = env("RINGSCOPE_SHARED_MEMORY")) {
+    if (*v == "1" || *v == "true") {
+      o.shared_memory = true;
+    } else if (*v == "0" || *v == "false") {
+      o.shared_memory = false;
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    "RINGSCOPE_SHARED_MEMORY='" + *v + "' is invalid: expected 1/true or 0/false");
+    }
+  }
   if (auto v = first({"RINGSCOPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE"})) {
     if (v->second == "1" || v->second == "true") {
       o.hierarchical_allreduce = true;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "text_format.h"
+
 namespace ringscope {
 
 void LocalFabric::fail_rank(int rank) {
@@ -59,7 +61,53 @@ void LocalFabric::cancel_recv(const std::shared_ptr<RecvSlot>& slot) {
   slot->cancelled = true;
 }
 
+std::shared_ptr<std::vector<std::vector<uint8_t>>> LocalFabric::shared_block(
+    int rank, size_t bytes_per_rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocks_taken_.resize(size_, 0);
+  const size_t k = blocks_taken_[rank]++;
+  if (k == blocks_.size())
+    blocks_.push_back(std::make_shared<std::vector<std::vector<uint8_t>>>(
+        size_, std::vector<uint8_t>(bytes_per_rank)));
+  return blocks_[k];
+}
+
+Status LocalFabric::barrier(int rank, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (std::count(failed_.begin(), failed_.end(), rank)) return Status::OK();  // lost
+  const uint64_t generation = barrier_generation_;
+  if (++barrier_arrived_ == size_) {
+    barrier_arrived_ = 0;
+    ++barrier_generation_;
+    barrier_cv_.notify_all();
+    return Status::OK();
+  }
+  if (barrier_cv_.wait_until(lock, deadline.at, [&] { return barrier_generation_ != generation; }))
+    return Status::OK();
+  --barrier_arrived_;
+  return Status(StatusCode::kTimeout,
+                "the shared-memory allreduce waited " + format_seconds(deadline.seconds) +
+                    " for the other ranks; a rank may have died",
+                rank);
+}
+
 namespace {
+
+class LocalSharedRegions : public SharedRegions {
+ public:
+  LocalSharedRegions(LocalFabric* fabric, int rank,
+                     std::shared_ptr<std::vector<std::vector<uint8_t>>> block, size_t bytes)
+      : fabric_(fabric), rank_(rank), block_(std::move(block)), bytes_(bytes) {}
+  uint8_t* region(int rank) override { return (*block_)[rank].data(); }
+  size_t bytes_per_rank() const override { return bytes_; }
+  Status barrier(Deadline deadline) override { return fabric_->barrier(rank_, deadline); }
+
+ private:
+  LocalFabric* fabric_;
+  int rank_;
+  std::shared_ptr<std::vector<std::vector<uint8_t>>> block_;
+  size_t bytes_;
+};
 
 class LocalSend : public PendingOp {
  public:
@@ -100,6 +148,13 @@ PendingOpPtr LocalTransport::irecv(int peer, void* data, size_t bytes, int tag) 
   op->peer = peer;
   op->bytes = bytes;
   return op;
+}
+
+Status LocalTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline,
+                                               std::unique_ptr<SharedRegions>* out) {
+  *out = std::make_unique<LocalSharedRegions>(
+      fabric_.get(), rank_, fabric_->shared_block(rank_, bytes_per_rank), bytes_per_rank);
+  return Status::OK();
 }
 
 }  // namespace ringscope

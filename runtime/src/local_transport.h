@@ -4,6 +4,7 @@
 // per (source, destination, tag), messages and receives pair in post order.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -34,6 +35,12 @@ class LocalFabric {
   bool test_recv(const std::shared_ptr<RecvSlot>& slot, Status* status);
   void cancel_recv(const std::shared_ptr<RecvSlot>& slot);
 
+  // Shared regions: the k-th allocation of every rank is the same block of
+  // size() regions (made by whichever rank asks first).
+  std::shared_ptr<std::vector<std::vector<uint8_t>>> shared_block(int rank, size_t bytes_per_rank);
+  // Waits until every rank has arrived (a failed rank never does).
+  Status barrier(int rank, Deadline deadline);
+
  private:
   struct Channel {
     std::deque<std::vector<uint8_t>> messages;
@@ -43,6 +50,11 @@ class LocalFabric {
 
   const int size_;
   std::mutex mu_;
+  std::condition_variable barrier_cv_;
+  uint64_t barrier_generation_ = 0;
+  int barrier_arrived_ = 0;
+  std::vector<std::shared_ptr<std::vector<std::vector<uint8_t>>>> blocks_;
+  std::vector<size_t> blocks_taken_;  // per rank: how many allocations it made
   std::map<std::tuple<int, int, int>, Channel> channels_;
   std::vector<int> failed_;
 };
@@ -55,6 +67,8 @@ class LocalTransport : public Transport {
   int size() const override { return fabric_->size(); }
   PendingOpPtr isend(int peer, const void* data, size_t bytes, int tag) override;
   PendingOpPtr irecv(int peer, void* data, size_t bytes, int tag) override;
+  Status allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
+                                 std::unique_ptr<SharedRegions>* out) override;
 
  private:
   std::shared_ptr<LocalFabric> fabric_;

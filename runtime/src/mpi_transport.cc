@@ -86,6 +86,58 @@ MPI_Op mpi_op(ReduceOp op) {
   }
 }
 
+// One MPI_Win_allocate_shared window, locked for shared access for its
+// whole life; barrier() is MPI_Win_sync around a polled MPI_Ibarrier.
+class MpiSharedRegions : public SharedRegions {
+ public:
+  MpiSharedRegions(MPI_Comm comm, int rank, int size, MPI_Win win, size_t bytes)
+      : comm_(comm), rank_(rank), win_(win), bytes_(bytes), regions_(size, nullptr) {
+    for (int p = 0; p < size; ++p) {
+      MPI_Aint len = 0;
+      int disp = 0;
+      void* base = nullptr;
+      MPI_Win_shared_query(win_, p, &len, &disp, &base);
+      regions_[p] = static_cast<uint8_t*>(base);
+    }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+  }
+  // Freeing is collective: every rank frees at the same point, which the
+  // runtime guarantees by replacing the window only in an agreed cycle.
+  ~MpiSharedRegions() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  uint8_t* region(int rank) override { return regions_[rank]; }
+  size_t bytes_per_rank() const override { return bytes_; }
+  Status barrier(Deadline deadline) override {
+    MPI_Win_sync(win_);
+    MPI_Request req;
+    MPI_Ibarrier(comm_, &req);
+    MpiOp op;
+    op.self = rank_;
+    op.req = req;
+    Status s = wait_op(op, deadline, WaitMode::kData);
+    if (s.code() == StatusCode::kTimeout)
+      return Status(StatusCode::kTimeout,
+                    "the shared-memory allreduce waited " + format_seconds(deadline.seconds) +
+                        " for the other ranks of this node; a rank may have died or stopped "
+                        "running its background loop",
+                    rank_);
+    MPI_Win_sync(win_);
+    return s;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_;
+  MPI_Win win_;
+  size_t bytes_;
+  std::vector<uint8_t*> regions_;
+};
+
 }  // namespace
 
 Status MpiTransport::create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out) {
@@ -212,11 +264,11 @@ Status MpiTransport::broadcast_from_root(std::vector<uint8_t>* data, Deadline de
   return wait_request(&req, deadline, "negotiation broadcast (responses)", WaitMode::kControl);
 }
 
-Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline) {
+Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
   MPI_Request req;
   MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()), MPI_UINT64_T,
                  MPI_BAND, comm_, &req);
-  return wait_request(&req, deadline, "negotiation allreduce (ready bits)", WaitMode::kControl);
+  return wait_request(&req, deadline, "negotiation allreduce (ready bits)", mode);
 }
 
 Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
@@ -232,6 +284,40 @@ Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype
       MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), type, mpi_op(op), comm_, &req);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce", topo_.rank);
   return wait_request(&req, deadline, "MPI_Allreduce", WaitMode::kData);
+}
+
+Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
+                                             std::unique_ptr<SharedRegions>* out) {
+  if (topo_.local_size != topo_.size)
+    return Status(StatusCode::kUnimplemented, "the ranks are on several nodes", topo_.rank);
+  // MPI_Win_allocate_shared blocks: first make sure every rank is here, so a
+  // dead rank costs a timeout instead of a hang.
+  MPI_Request req;
+  MPI_Ibarrier(comm_, &req);
+  Status s = wait_request(&req, deadline, "shared-memory setup", WaitMode::kData);
+  if (!s.ok()) return s;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each region on its own pages
+  void* base = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  int rc =
+      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes_per_rank), 1, info, comm_, &base, &win);
+  MPI_Info_free(&info);
+  // Every rank must have a window, or none uses it.
+  std::vector<uint64_t> ok = {rc == MPI_SUCCESS ? 1u : 0u};
+  s = allreduce_and(&ok, deadline, WaitMode::kData);
+  if (!s.ok() || ok[0] == 0) {
+    // A window that exists on only some ranks is left allocated: freeing it
+    // is collective and the ranks without one would never join.
+    if (!s.ok()) return s;
+    return Status(StatusCode::kUnimplemented,
+                  "MPI_Win_allocate_shared of " + std::to_string(bytes_per_rank) +
+                      " bytes failed on some rank",
+                  topo_.rank);
+  }
+  *out = std::make_unique<MpiSharedRegions>(comm_, topo_.rank, topo_.size, win, bytes_per_rank);
+  return Status::OK();
 }
 
 }  // namespace ringscope

@@ -26,10 +26,14 @@ class MpiTransport : public Transport {
   Status gather_to_root(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
                         Deadline deadline) override;
   Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) override;
-  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline) override;
+  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) override;
   Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                           Deadline deadline) override;
   Transport* cross_node() override { return cross_.get(); }
+  // An MPI-3 shared-memory window over the communicator, when every rank is
+  // on this node.
+  Status allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
+                                 std::unique_ptr<SharedRegions>* out) override;
 
  private:
   MpiTransport() = default;

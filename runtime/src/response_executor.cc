@@ -9,6 +9,7 @@
 #include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
+#include "shared_memory_allreduce.h"
 
 namespace ringscope {
 
@@ -30,6 +31,7 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
   ctx.transport = transport_;
   ctx.timeout_seconds = p.timeout_seconds;
   ctx.scratch = &scratch_;
+  ctx.shared = shared_.get();
   ctx.recorder = p.recorder;
   ctx.cycle = p.cycle;
   ctx.seq_index = seq_index;
@@ -40,6 +42,7 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
 ResponseExecutor::~ResponseExecutor() {
   shutdown_device(0.0,
                   Status(StatusCode::kShutdown, "the runtime was shut down", transport_->rank()));
+  (void)shared_.release();  // see free_shared_regions()
 }
 
 void ResponseExecutor::shutdown_device(double timeout_seconds, const Status& reason) {
@@ -136,6 +139,14 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   const int32_t name_id = entries[first]->name_id;
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
+  if (p.shared_memory && p.algorithm == CpuAllreduce::kRing &&
+      use_shared_memory(g.bytes, n, g.fused())) {
+    bool ready = false;
+    Status s = prepare_shared_regions(g.bytes, p, &ready);
+    if (!s.ok()) return s;
+    if (ready) return run_shared_memory_allreduce(g, responses, entries, p);
+  }
+
   // Copy in.
   const int64_t group_start = now();
   uint8_t* buffer;
@@ -205,6 +216,80 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     scale_in_place(t.dtype, buffer, g.bytes / es, post);
     record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
   }
+  return Status::OK();
+}
+
+Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionParams& p,
+                                                bool* ready) {
+  *ready = false;
+  if (shared_unavailable_) return Status::OK();
+  if (shared_ && shared_->bytes_per_rank() >= bytes) {
+    *ready = true;
+    return Status::OK();
+  }
+  // Every rank makes this decision in the same collective (same responses,
+  // same settings), so the collective free and allocation line up.
+  size_t grown = size_t{1} << 20;
+  while (grown < bytes) grown *= 2;
+  shared_.reset();
+  Status s = transport_->allocate_shared_regions(std::min(grown, kSharedMemoryMaxBytes),
+                                                 Deadline::after(p.timeout_seconds), &shared_);
+  if (s.code() == StatusCode::kUnimplemented) {
+    shared_unavailable_ = true;
+    return Status::OK();
+  }
+  if (!s.ok()) return s;
+  *ready = true;
+  return Status::OK();
+}
+
+Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g,
+                                                     const std::vector<Response>& responses,
+                                                     const std::vector<TensorEntry*>& entries,
+                                                     const ExecutionParams& p) {
+  const size_t first = g.members[0];
+  const Request& t = responses[first].tensor;
+  const size_t es = dtype_size(t.dtype);
+  const int n = transport_->size();
+  const double post = t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0);
+  const int32_t seq = static_cast<int32_t>(first);
+  const int32_t name_id = entries[first]->name_id;
+  auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
+
+  // Copy in: straight into this rank's shared region (the fusion buffer's
+  // layout), applying the prescale.
+  const int64_t group_start = now();
+  uint8_t* region = shared_->region(transport_->rank());
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    TensorEntry& e = *entries[g.members[i]];
+    const size_t bytes = responses[g.members[i]].bytes();
+    copy_scaled(t.dtype, region + g.offsets[i], e.input, bytes / es, t.prescale);
+    if (g.fused())
+      record(p, EventKind::kFusionMember, now(), static_cast<int32_t>(g.members[i]), e.name_id,
+             static_cast<int64_t>(bytes), static_cast<int64_t>(g.offsets[i]), 0,
+             static_cast<int32_t>(i));
+  }
+  record(p, EventKind::kMemcpyIn, group_start, seq, name_id, static_cast<int64_t>(g.bytes));
+
+  // Reduce (the postscale is applied once, to each rank's own slice).
+  const int64_t coll_start = now();
+  const CollectiveContext ctx = context(p, seq, name_id);
+  Status s = shared_memory_reduce(ctx, g.bytes / es, t.dtype, t.reduce, post);
+  if (!s.ok()) return s;
+  record(p, EventKind::kAllreduce, coll_start, seq, name_id, static_cast<int64_t>(g.bytes),
+         kAlgorithmSharedMemory, static_cast<int32_t>(g.members.size()));
+
+  // Copy out of the slices' owners, then let every rank reuse its region.
+  const int64_t out_start = now();
+  for (size_t i = 0; i < g.members.size(); ++i)
+    shared_memory_copy_result(*shared_, n, g.bytes / es, t.dtype, g.offsets[i] / es,
+                              responses[g.members[i]].bytes() / es, entries[g.members[i]]->output);
+  s = shared_->barrier(ctx.deadline());
+  if (!s.ok()) return s;
+  record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
+  if (g.fused())
+    record(p, EventKind::kFusion, group_start, seq, name_id, static_cast<int64_t>(g.bytes), 0,
+           static_cast<int32_t>(g.members.size()));
   return Status::OK();
 }
 

@@ -1,6 +1,7 @@
 // ResponseExecutor: runs one cycle's agreed response list on this rank.
 // Plans fusion, copies into the fusion buffer (applying prescale), runs the
-// collective (ring or MPI_Allreduce, ring allgatherv, chain broadcast),
+// collective (ring, shared memory or MPI_Allreduce, ring allgatherv, chain
+// broadcast),
 // copies out (applying postscale and 1/n for Average), and records each
 // phase. It owns the fusion buffer and ring scratch, allocated once and grown
 // only between collectives.
@@ -23,7 +24,8 @@ struct ExecutionParams {
   CpuAllreduce algorithm = CpuAllreduce::kRing;
   double timeout_seconds = 300;
   Recorder* recorder = nullptr;
-  int64_t decided_ns = 0;  // when negotiation finished (recorder clock)
+  int64_t decided_ns = 0;     // when negotiation finished (recorder clock)
+  bool shared_memory = true;  // allreduce through node-shared memory where it wins
 };
 
 class ResponseExecutor {
@@ -51,11 +53,22 @@ class ResponseExecutor {
 
   size_t fusion_buffer_bytes() const { return fusion_.size(); }
 
+  // Frees the shared regions. Collective: call it only at a point every rank
+  // reaches (the agreed shutdown cycle). Otherwise they are left to the
+  // process's exit, since a rank that froze alone would wait for the others.
+  void free_shared_regions() { shared_.reset(); }
+
  private:
   Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
                        const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
   Status run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
                        const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
+  // The shared regions hold at least `bytes`, or *ready is false (the
+  // ranks share no memory). Grows them (collectively) when needed.
+  Status prepare_shared_regions(size_t bytes, const ExecutionParams& p, bool* ready);
+  Status run_shared_memory_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
+                                     const std::vector<TensorEntry*>& entries,
+                                     const ExecutionParams& p);
   Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
                        Status* result);
   Status run_broadcast(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p);
@@ -68,6 +81,8 @@ class ResponseExecutor {
   HostBuffer fusion_;
   HostBuffer scratch_;
   HostBuffer gather_fallback_;
+  std::unique_ptr<SharedRegions> shared_;
+  bool shared_unavailable_ = false;  // the transport has none: never ask again
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;
   Status device_failed_;  // the GPU path could not start: every device op fails with it

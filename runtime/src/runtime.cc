@@ -55,14 +55,22 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   if (options.cache_capacity < 0)
     return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
   // Every rank must agree on the cache capacity: it sizes the control vector.
+  // The same for shared memory: a rank without it would run the ring alone.
   const uint64_t cap = static_cast<uint64_t>(options.cache_capacity);
-  std::vector<uint64_t> words = {cap, ~cap};
-  Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds));
+  const uint64_t shm = options.shared_memory ? 1 : 0;
+  std::vector<uint64_t> words = {cap, ~cap, shm, ~shm};
+  Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds),
+                                      WaitMode::kControl);
   if (!s.ok()) return s;
   if (words[0] != cap || words[1] != ~cap)
     return Status(StatusCode::kInvalidArgument,
                   "RINGSCOPE_CACHE_CAPACITY differs across ranks (this rank has " +
                       std::to_string(cap) + "); set the same value on every rank",
+                  topology.rank);
+  if (words[2] != shm || words[3] != ~shm)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("RINGSCOPE_SHARED_MEMORY differs across ranks (this rank has ") +
+                      (shm ? "1" : "0") + "); set the same value on every rank",
                   topology.rank);
   std::unique_ptr<Runtime> rt(new Runtime(std::move(transport), topology, options));
   rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
@@ -178,7 +186,10 @@ void Runtime::loop() {
       break;
     }
     cycles_done_.fetch_add(1);
-    if (stop) break;
+    if (stop) {
+      executor_.free_shared_regions();  // every rank stops in this same cycle
+      break;
+    }
     wait_for_next_cycle();
   }
   fail_all(final_status);
@@ -251,7 +262,12 @@ Status Runtime::run_cycle(bool* stop) {
   const double timeout = shutdown_requested_.load()
                              ? std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)
                              : options_.op_timeout_seconds;
-  Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout));
+  // A rank with work to run polls the agreement hot, as it would a transfer:
+  // napping here would add its wake-up latency to every step. An idle rank
+  // (woken by a peer's doorbell or its cycle timer) naps, leaving the cores
+  // to training.
+  const WaitMode mode = pending_.empty() ? WaitMode::kControl : WaitMode::kData;
+  Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout), mode);
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
   flags = control.flags();
@@ -429,6 +445,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   p.algorithm = options_.cpu_allreduce;
   p.timeout_seconds = options_.op_timeout_seconds;
   p.recorder = rec;
+  p.shared_memory = options_.shared_memory;
   p.decided_ns = decided_ns;
   std::vector<Status> results;
   std::vector<char> deferred;

@@ -144,28 +144,32 @@ Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadl
   return wait_all(ops, deadline, WaitMode::kControl);
 }
 
-Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline) {
+Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
   const int n = size();
   const size_t bytes = words->size() * sizeof(uint64_t);
   std::vector<PendingOpPtr> ops;
   if (rank() == 0) {
     std::vector<std::vector<uint64_t>> parts(n, std::vector<uint64_t>(words->size()));
     for (int r = 1; r < n; ++r) ops.push_back(irecv(r, parts[r].data(), bytes, kTagAndReduce));
-    Status s = wait_all(ops, deadline, WaitMode::kControl);
+    Status s = wait_all(ops, deadline, mode);
     if (!s.ok()) return s;
     for (int r = 1; r < n; ++r)
       for (size_t i = 0; i < words->size(); ++i) (*words)[i] &= parts[r][i];
     for (int r = 1; r < n; ++r) ops.push_back(isend(r, words->data(), bytes, kTagAndResult));
-    return wait_all(ops, deadline, WaitMode::kControl);
+    return wait_all(ops, deadline, mode);
   }
   const std::vector<uint64_t> mine = *words;  // the receive overwrites *words
   ops.push_back(isend(0, mine.data(), bytes, kTagAndReduce));
   ops.push_back(irecv(0, words->data(), bytes, kTagAndResult));
-  return wait_all(ops, deadline, WaitMode::kControl);
+  return wait_all(ops, deadline, mode);
 }
 
 Status Transport::native_allreduce(void*, size_t, DataType, ReduceOp, Deadline) {
   return Status(StatusCode::kUnimplemented, "this transport has no native allreduce", rank());
+}
+
+Status Transport::allocate_shared_regions(size_t, Deadline, std::unique_ptr<SharedRegions>*) {
+  return Status(StatusCode::kUnimplemented, "this transport has no shared memory", rank());
 }
 
 }  // namespace ringscope

@@ -51,6 +51,12 @@ enum Tag : int {
   kTagHalvingDoubling = 21,
 };
 
+// How to poll while waiting. kData: data transfers, which complete soon -
+// busy-poll, then yield, and nap only after 5 ms. kControl: negotiation,
+// where a rank may wait for peers that are between cycles - busy-poll for
+// 20 us, then nap, so idle ranks do not eat the cores training runs on.
+enum class WaitMode { kData, kControl };
+
 // One posted send or receive.
 class PendingOp {
  public:
@@ -63,6 +69,19 @@ class PendingOp {
   bool is_send = false;
 };
 using PendingOpPtr = std::unique_ptr<PendingOp>;
+
+// Memory every rank of a transport can read and write directly (all ranks
+// on one node): one region per rank, the same size on each. An algorithm
+// reads its peers' regions instead of exchanging messages.
+class SharedRegions {
+ public:
+  virtual ~SharedRegions() = default;
+  virtual uint8_t* region(int rank) = 0;
+  virtual size_t bytes_per_rank() const = 0;
+  // Returns once every rank has called it; writes made to any region before
+  // it are visible to every rank after it.
+  virtual Status barrier(Deadline deadline) = 0;
+};
 
 class Transport {
  public:
@@ -81,24 +100,24 @@ class Transport {
   // Rank 0's bytes replace *data on every rank.
   virtual Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline);
   // Bitwise AND of every rank's words, result on every rank.
-  virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline);
+  virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
 
   // The transport's own allreduce (MPI_Allreduce), for comparison. Returns
   // kUnimplemented where there is none or the dtype is not supported.
   virtual Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                                   Deadline deadline);
 
+  // Collective: every rank calls it with the same size, at the same point
+  // of its sequence of collectives. kUnimplemented where the ranks cannot
+  // share memory (several nodes, or a transport without it).
+  virtual Status allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
+                                         std::unique_ptr<SharedRegions>* out);
+
   // The ranks with this rank's local rank on every node (the hierarchical
   // allreduce's cross-node step), or null where there is only one node's
   // worth of ranks (ranks as threads). Owned by this transport.
   virtual Transport* cross_node() { return nullptr; }
 };
-
-// How to poll while waiting. kData: data transfers, which complete soon -
-// busy-poll, then yield, and nap only after 5 ms. kControl: negotiation,
-// where a rank may wait for peers that are between cycles - busy-poll for
-// 20 us, then nap, so idle ranks do not eat the cores training runs on.
-enum class WaitMode { kData, kControl };
 
 // Waits for one / all ops until done, failed, or the deadline passes.
 Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode = WaitMode::kData);

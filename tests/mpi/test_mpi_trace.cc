@@ -95,7 +95,8 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     for (auto& d : done) REQUIRE(d.get_future().get().ok());
     rt->mark_step(step);
   }
-  // One big tensor (the ring; halving-doubling at 4 ranks), one late rank.
+  // One big tensor (the ring at 2 ranks; shared memory at 3+ ranks on one
+  // node, as the fused groups at 2+), one late rank.
   std::vector<float> big(1 << 18, 1.0f);
   REQUIRE(run(*rt, "big", big).ok());
   ++submitted;
@@ -111,7 +112,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
   {
     TraceReader mine;
     REQUIRE(mine.open({per_rank_trace_path(base, rank)}).ok());
-    int enqueues = 0, steps_marked = 0;
+    int enqueues = 0, steps_marked = 0, shared_memory = 0, other_algorithm = 0;
     REQUIRE(mine.scan_events(rank,
                              [&](const StoredEvent& s) {
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kEnqueue))
@@ -120,12 +121,18 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
                                  ++steps_marked;
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kFusion))
                                  ++fusions_here;
+                               if (s.event.kind == static_cast<uint16_t>(EventKind::kAllreduce))
+                                 ++(s.event.value == kAlgorithmSharedMemory ? shared_memory
+                                                                            : other_algorithm);
                                return true;
                              })
                 .ok());
     CHECK(enqueues == submitted);
     CHECK(steps_marked == steps);
     CHECK(fusions_here >= 1);
+    // mpirun starts every rank of these tests on this one node.
+    if (n >= 2) CHECK(shared_memory >= 1);
+    if (n == 2) CHECK(other_algorithm >= 1);  // the big tensor: the ring
     (void)counters;
   }
   std::vector<int> fusions(n);

@@ -1,5 +1,6 @@
 // The collective algorithms against a plain reference, with ranks as
-// threads: world sizes {1, 2, 3, 5, 8} (halving-doubling: powers of two) x
+// threads: world sizes {1, 2, 3, 5, 8} (halving-doubling: powers of two;
+// shared memory: regions from the in-memory fabric) x
 // element counts {0, 1, a prime, fewer than ranks, large}, every dtype and
 // reduce op.
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 #include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
+#include "shared_memory_allreduce.h"
 #include "tensor_values.h"
 
 using namespace ringscope;
@@ -161,6 +163,68 @@ TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; pow
                                             DataType::kFloat32, ReduceOp::kSum);
   });
   for (const Status& s : results) CHECK(s.code() == StatusCode::kInvalidArgument);
+}
+
+namespace {
+// shared_memory_allreduce with regions allocated on the spot (collective).
+Status shared_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
+                        ReduceOp op) {
+  std::unique_ptr<SharedRegions> regions;
+  Status s = ctx.transport->allocate_shared_regions(count * dtype_size(dtype) + 1, ctx.deadline(),
+                                                    &regions);
+  if (!s.ok()) return s;
+  CollectiveContext with = ctx;
+  with.shared = regions.get();
+  return shared_memory_allreduce(with, data, count, dtype, op);
+}
+}  // namespace
+
+TEST_CASE("shared-memory allreduce matches the reference and is identical on every rank",
+          "[shared][allreduce]") {
+  check_identical_allreduce("shared", shared_allreduce, {1, 2, 3, 5, 8}, {0, 1, 3, 7, 97, 40009});
+}
+
+TEST_CASE("shared-memory allreduce: one reduce step over this rank's slice and one wait",
+          "[shared][allreduce]") {
+  const int n = 3;
+  const std::vector<CaptureRecorder> recs = record_allreduce(n, 1000, shared_allreduce);
+  for (int r = 0; r < n; ++r) {
+    auto rs = recs[r].events(EventKind::kRingReduceScatter);
+    auto ag = recs[r].events(EventKind::kRingAllgather);
+    REQUIRE(rs.size() == 1);
+    REQUIRE(ag.size() == 1);
+    CHECK(rs[0].bytes == (r == 0 ? 334 : 333) * 4);  // slice r of 1000 over 3
+    CHECK(rs[0].peer_send == -1);
+    CHECK(ag[0].bytes == 1000 * 4 - rs[0].bytes);
+    CHECK(rs[0].cycle == 7);
+    CHECK(rs[0].seq_index == 2);
+  }
+}
+
+TEST_CASE("shared-memory allreduce: a rank that never arrives is a timeout, not a hang",
+          "[shared][fault]") {
+  auto fabric = std::make_shared<LocalFabric>(3);
+  std::vector<Status> results(3);
+  run_ranks(
+      3,
+      [&](int r, Transport& tr) {
+        std::unique_ptr<SharedRegions> regions;
+        if (!tr.allocate_shared_regions(400, Deadline::after(5), &regions).ok()) return;
+        if (r == 2) return;  // never joins
+        HostBuffer scratch;
+        CollectiveContext ctx = context(tr, scratch);
+        ctx.timeout_seconds = 0.3;
+        ctx.shared = regions.get();
+        std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 100);
+        results[r] =
+            shared_memory_allreduce(ctx, buf.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+      },
+      fabric);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(results[r].code() == StatusCode::kTimeout);
+    CHECK(results[r].message().find("shared-memory allreduce") != std::string::npos);
+    CHECK(results[r].rank() == r);
+  }
 }
 
 TEST_CASE("ring allreduce records 2(n-1) steps with ring peers", "[ring][allreduce]") {

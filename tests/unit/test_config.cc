@@ -34,6 +34,7 @@ TEST_CASE("ringscope variables are read", "[config]") {
                                    {"RINGSCOPE_STALL_CHECK_SECONDS", "5"},
                                    {"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "30"},
                                    {"RINGSCOPE_CPU_ALLREDUCE", "mpi"},
+                                   {"RINGSCOPE_SHARED_MEMORY", "0"},
                                    {"RINGSCOPE_TRACE", "runs/a.sqlite"}}),
                            &o)
               .ok());
@@ -44,6 +45,7 @@ TEST_CASE("ringscope variables are read", "[config]") {
   CHECK(o.stall_check_seconds == 5);
   CHECK(o.stall_shutdown_seconds == 30);
   CHECK(o.cpu_allreduce == CpuAllreduce::kMpi);
+  CHECK_FALSE(o.shared_memory);
   CHECK(o.trace_path == "runs/a.sqlite");
 }
 
@@ -70,8 +72,9 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
         Case{"RINGSCOPE_CYCLE_TIME", "abc"}, Case{"RINGSCOPE_CYCLE_TIME", "-0.1"},
         Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"}, Case{"HOROVOD_CYCLE_TIME", "nan"},
         Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""}, Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"},
-        Case{"RINGSCOPE_LOG_LEVEL", "9"}, Case{"RINGSCOPE_AUTOTUNE", "yes please"},
-        Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"}, Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "fast"},
+        Case{"RINGSCOPE_SHARED_MEMORY", "yes"}, Case{"RINGSCOPE_LOG_LEVEL", "9"},
+        Case{"RINGSCOPE_AUTOTUNE", "yes please"}, Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"},
+        Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "fast"},
         Case{"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", "-1"},
         Case{"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "1"},
         Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "1"},

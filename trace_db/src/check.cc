@@ -17,6 +17,7 @@ struct RankScan {
   std::map<CollectiveKey, std::pair<int, int>> ring_steps;  // (reduce-scatter, allgather)
   std::set<CollectiveKey> recursive_doubling;               // allreduces using it
   std::set<CollectiveKey> halving_doubling;                 // allreduces using it
+  std::set<CollectiveKey> shared_memory;                    // allreduces using it
   std::map<CollectiveKey, int> doubling_steps;
   int64_t dropped_marked = 0;
 };
@@ -73,6 +74,9 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
         else if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
                  e.value == kAlgorithmHalvingDoubling)
           scan->halving_doubling.insert(key);
+        else if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
+                 e.value == kAlgorithmSharedMemory)
+          scan->shared_memory.insert(key);
       } else {
         scan->non_ring.insert(key);
       }
@@ -162,6 +166,14 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       }
       auto it = scan.ring_steps.find(key);
       const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
+      if (scan.shared_memory.count(key)) {  // reduce own slice, then wait for every slice
+        if (rs != 1 || ag != 1)
+          reporter.violation("ring-steps", "rank " + std::to_string(rank) +
+                                               ": shared-memory allreduce " + key_text(key) +
+                                               " has " + std::to_string(rs) + " + " +
+                                               std::to_string(ag) + " steps; expected 1 + 1");
+        continue;
+      }
       if (scan.halving_doubling.count(key)) {  // log2(n) halvings, then as many doublings
         const int log2n = log2p;               // n is a power of two there
         if (rs != log2n || ag != log2n)

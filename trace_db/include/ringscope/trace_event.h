@@ -63,6 +63,9 @@ enum AllreduceAlgorithm : int32_t {
   kAlgorithmRing = 0,
   kAlgorithmRecursiveDoubling = 1,
   kAlgorithmHalvingDoubling = 2,  // steps recorded as RING_REDUCE_SCATTER / RING_ALLGATHER
+  // One RING_REDUCE_SCATTER step (wait for every rank, reduce own slice) and
+  // one RING_ALLGATHER step (wait for every slice), peers -1.
+  kAlgorithmSharedMemory = 3,
 };
 
 // Negotiation path of a response (stored in TraceEvent::aux for kNegotiate

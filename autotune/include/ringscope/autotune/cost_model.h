@@ -45,6 +45,10 @@ struct CostModel {
     return collective_overhead.at(static_cast<double>(bytes));
   }
   Affine mpi_allreduce_cost, allgather, broadcast;  // whole spans; units = bytes
+  // Whole ALLREDUCE spans of the shared-memory algorithm; units = bytes. Its
+  // samples mean the run had every rank on one node, so the replay uses it
+  // wherever the runtime would (use_shared_memory).
+  Affine shm_allreduce;
   // Copies into / out of the fusion buffer: alpha + per_member * members + bytes * per_byte.
   double copy_in_alpha_ns = 0, copy_in_per_member_ns = 0, copy_in_per_byte_ns = 0;
   double copy_out_alpha_ns = 0, copy_out_per_member_ns = 0, copy_out_per_byte_ns = 0;
@@ -60,8 +64,9 @@ struct CostModel {
   Affine negotiate_slow;           // + coordinator gather/broadcast; units = responses
   std::vector<std::string> notes;  // where a default had to stand in for missing samples
 
-  // ALLREDUCE span (steps + overhead) of `bytes` at this world size.
-  double allreduce_ns(int64_t bytes) const;
+  // ALLREDUCE span (steps + overhead) of `bytes` at this world size, for a
+  // fused group or a single tensor.
+  double allreduce_ns(int64_t bytes, bool fused) const;
   double copy_in_ns(int64_t bytes, int members) const;
   double copy_out_ns(int64_t bytes, int members) const;
   // ring step beta in GB/s (bytes per ns)

@@ -56,6 +56,9 @@ struct CalibrationSamples {
   };
   std::vector<BytesDuration> ring_steps;  // RING_REDUCE_SCATTER / RING_ALLGATHER: bytes sent
   std::vector<BytesDuration> rd_steps;    // RECURSIVE_DOUBLING_STEP
+  // Whole ALLREDUCE spans of the shared-memory algorithm (their steps are
+  // not ring steps and are left out of ring_steps / collective_overhead).
+  std::vector<BytesDuration> shm_allreduces;
   std::vector<BytesDuration> collective_overhead;  // ALLREDUCE span minus its steps
   std::vector<BytesDuration> mpi_allreduces, allgathers, broadcasts;  // whole spans
   std::vector<Copy> copy_in, copy_out;                                // MEMCPY_IN / OUT
