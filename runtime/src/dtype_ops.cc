@@ -26,6 +26,23 @@ void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_
   }
 }
 
+template <typename T>
+void combine_typed(ReduceOp op, T* __restrict dst, const T* __restrict a, const T* __restrict b,
+                   size_t n) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(a[i] + b[i]);
+      break;
+    case ReduceOp::kMin:
+      for (size_t i = 0; i < n; ++i) dst[i] = std::min(a[i], b[i]);
+      break;
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < n; ++i) dst[i] = std::max(a[i], b[i]);
+      break;
+  }
+}
+
 // 16-bit floats: widen to float32, combine, round back.
 template <typename H>
 void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t n) {
@@ -81,6 +98,19 @@ void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t
       reduce_half(op, static_cast<T*>(dst), static_cast<const T*>(src), count);
     } else {
       reduce_typed(op, static_cast<T*>(dst), static_cast<const T*>(src), count);
+    }
+  });
+}
+
+void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count) {
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+      std::memcpy(dst, a, count * sizeof(T));
+      reduce_half(op, static_cast<T*>(dst), static_cast<const T*>(b), count);
+    } else {
+      combine_typed(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b),
+                    count);
     }
   });
 }

@@ -12,6 +12,9 @@ namespace ringscope {
 // dst[i] = op(dst[i], src[i]) for count elements. Average combines as Sum.
 void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t count);
 
+// dst[i] = op(a[i], b[i]) for count elements; dst may not overlap a or b.
+void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count);
+
 // buf[i] *= factor (integers are scaled in double and truncated).
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor);
 

@@ -32,6 +32,10 @@ void ResponseCache::put(const Response& response) {
   uint32_t slot;
   if (it != by_name_.end()) {
     slot = it->second;
+    if (response.from_cache) {  // served from this slot: only its recency changes
+      lru_.splice(lru_.begin(), lru_, slots_[slot].lru_pos);
+      return;
+    }
     lru_.erase(slots_[slot].lru_pos);
   } else {
     if (free_.empty()) erase_slot(lru_.back());

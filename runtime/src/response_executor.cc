@@ -259,32 +259,32 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g,
   // Copy in: straight into this rank's shared region (the fusion buffer's
   // layout), applying the prescale.
   const int64_t group_start = now();
-  uint8_t* region = shared_->region(transport_->rank());
+  std::vector<BufferPiece> pieces(g.members.size());
   for (size_t i = 0; i < g.members.size(); ++i) {
     TensorEntry& e = *entries[g.members[i]];
     const size_t bytes = responses[g.members[i]].bytes();
-    copy_scaled(t.dtype, region + g.offsets[i], e.input, bytes / es, t.prescale);
-    if (g.fused())
-      record(p, EventKind::kFusionMember, now(), static_cast<int32_t>(g.members[i]), e.name_id,
-             static_cast<int64_t>(bytes), static_cast<int64_t>(g.offsets[i]), 0,
-             static_cast<int32_t>(i));
+    pieces[i] = {g.offsets[i] / es, bytes / es, e.input, e.output};
   }
+  const CollectiveContext ctx = context(p, seq, name_id);
+  const size_t count = g.bytes / es;
+  shared_memory_copy_in(ctx, pieces, count, t.dtype, t.prescale);
+  if (g.fused())
+    for (size_t i = 0; i < g.members.size(); ++i)
+      record(p, EventKind::kFusionMember, now(), static_cast<int32_t>(g.members[i]),
+             entries[g.members[i]]->name_id, static_cast<int64_t>(pieces[i].count * es),
+             static_cast<int64_t>(g.offsets[i]), 0, static_cast<int32_t>(i));
   record(p, EventKind::kMemcpyIn, group_start, seq, name_id, static_cast<int64_t>(g.bytes));
 
-  // Reduce (the postscale is applied once, to each rank's own slice).
+  // Reduce this rank's slice (the postscale is applied once, there).
   const int64_t coll_start = now();
-  const CollectiveContext ctx = context(p, seq, name_id);
-  Status s = shared_memory_reduce(ctx, g.bytes / es, t.dtype, t.reduce, post);
+  Status s = shared_memory_reduce(ctx, pieces, count, t.dtype, t.reduce, t.prescale, post);
   if (!s.ok()) return s;
   record(p, EventKind::kAllreduce, coll_start, seq, name_id, static_cast<int64_t>(g.bytes),
          kAlgorithmSharedMemory, static_cast<int32_t>(g.members.size()));
 
-  // Copy out of the slices' owners, then let every rank reuse its region.
+  // Copy the other slices out of their owners' regions.
   const int64_t out_start = now();
-  for (size_t i = 0; i < g.members.size(); ++i)
-    shared_memory_copy_result(*shared_, n, g.bytes / es, t.dtype, g.offsets[i] / es,
-                              responses[g.members[i]].bytes() / es, entries[g.members[i]]->output);
-  s = shared_->barrier(ctx.deadline());
+  s = shared_memory_copy_out(ctx, pieces, count, t.dtype);
   if (!s.ok()) return s;
   record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
   if (g.fused())

@@ -28,7 +28,8 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       cache_(static_cast<size_t>(options.cache_capacity)),
       coordinator_(topology.size),
       executor_(transport_.get()),
-      last_stall_check_(SteadyClock::now()) {
+      last_stall_check_(SteadyClock::now()),
+      oversubscribed_(topology.local_size > static_cast<int>(std::thread::hardware_concurrency())) {
   settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
   proposed_.cache_enabled = settings_.cache_enabled;
   if (options.autotune.enabled && topology.rank == 0)
@@ -265,8 +266,10 @@ Status Runtime::run_cycle(bool* stop) {
   // A rank with work to run polls the agreement hot, as it would a transfer:
   // napping here would add its wake-up latency to every step. An idle rank
   // (woken by a peer's doorbell or its cycle timer) naps, leaving the cores
-  // to training.
-  const WaitMode mode = pending_.empty() ? WaitMode::kControl : WaitMode::kData;
+  // to training, and so does every rank when there are more ranks on this
+  // node than cores: a spinning rank would take the core from the one it
+  // waits for.
+  const WaitMode mode = pending_.empty() || oversubscribed_ ? WaitMode::kControl : WaitMode::kData;
   Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout), mode);
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
@@ -451,15 +454,6 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   std::vector<char> deferred;
   Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
 
-  // The cache changes in response order on every rank, so it stays identical.
-  for (const Response& r : responses) {
-    if (r.kind == Response::Kind::kError) {
-      uint32_t slot;
-      if (cache_.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache_.erase_slot(slot);
-    } else if (settings().cache_enabled) {
-      cache_.put(r);
-    }
-  }
   const int64_t cb_start = rec ? rec->now_ns() : 0;
   int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
   for (size_t i = 0; i < responses.size(); ++i) {
@@ -478,6 +472,17 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
     TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
     ev.value = static_cast<int64_t>(responses.size());
     rec->record(ev);
+  }
+  // The cache changes in response order on every rank, so it stays
+  // identical. After the callbacks: the framework waits on those, and a
+  // name resubmitted from one is only looked up in the next cycle.
+  for (const Response& r : responses) {
+    if (r.kind == Response::Kind::kError) {
+      uint32_t slot;
+      if (cache_.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache_.erase_slot(slot);
+    } else if (settings().cache_enabled) {
+      cache_.put(r);
+    }
   }
   if (!fatal.ok()) fail_all(fatal);
   return allreduced_bytes;

@@ -121,6 +121,7 @@ class Runtime {
   Coordinator coordinator_;
   ResponseExecutor executor_;
   SteadyClock::time_point last_stall_check_;
+  const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
   // Doorbells: a rank that gets new work while idle starts a cycle at once
   // and rings every peer, so peers sleeping out their cycle time join.

@@ -10,76 +10,121 @@
 namespace ringscope {
 namespace {
 
-// The slice is combined in blocks, so a block of the destination stays in
-// cache while every peer's block is added to it.
+// The slice is combined in blocks, so a block of the result stays in cache
+// while every peer's block is added to it and it is copied to the output.
 constexpr size_t kBlockBytes = 64 << 10;
 
-Status no_shared_memory(int rank) {
-  return Status(StatusCode::kInternal, "shared-memory allreduce without shared regions", rank);
+// Calls fn(piece, first, count) for each part of a piece inside [lo, hi).
+template <typename Fn>
+void for_each_overlap(const std::vector<BufferPiece>& pieces, size_t lo, size_t hi, Fn&& fn) {
+  for (const BufferPiece& p : pieces) {
+    const size_t a = std::max(lo, p.first), b = std::min(hi, p.first + p.count);
+    if (a < b) fn(p, a, b - a);
+  }
+}
+
+const uint8_t* at(const void* base, size_t index, size_t es) {
+  return static_cast<const uint8_t*>(base) + index * es;
+}
+uint8_t* at(void* base, size_t index, size_t es) {
+  return static_cast<uint8_t*>(base) + index * es;
+}
+
+Status check_regions(const CollectiveContext& ctx, size_t bytes) {
+  const int r = ctx.transport->rank();
+  if (!ctx.shared)
+    return Status(StatusCode::kInternal, "shared-memory allreduce without shared regions", r);
+  if (bytes > ctx.shared->bytes_per_rank())
+    return Status(StatusCode::kInternal, "shared-memory allreduce larger than its regions", r);
+  return Status::OK();
 }
 
 }  // namespace
 
-Status shared_memory_reduce(const CollectiveContext& ctx, size_t count, DataType dtype, ReduceOp op,
-                            double postscale) {
-  Transport& t = *ctx.transport;
-  const int n = t.size(), r = t.rank();
-  if (!ctx.shared) return no_shared_memory(r);
+void shared_memory_copy_in(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                           size_t count, DataType dtype, double prescale) {
+  const int n = ctx.transport->size(), r = ctx.transport->rank();
   const size_t es = dtype_size(dtype);
-  if (count * es > ctx.shared->bytes_per_rank())
-    return Status(StatusCode::kInternal, "shared-memory allreduce larger than its regions", r);
   const ChunkLayout slices{count, n};
-  const size_t mine = slices.chunk_count(r), offset = slices.chunk_offset(r) * es;
+  const size_t lo = slices.chunk_offset(r), hi = lo + slices.chunk_count(r);
+  uint8_t* region = ctx.shared->region(r);
+  auto copy = [&](const BufferPiece& p, size_t first, size_t len) {
+    copy_scaled(dtype, at(region, first, es), at(p.input, first - p.first, es), len, prescale);
+  };
+  if (prescale != 1.0) {
+    for_each_overlap(pieces, 0, count, copy);
+  } else {
+    for_each_overlap(pieces, 0, lo, copy);
+    for_each_overlap(pieces, hi, count, copy);
+  }
+}
+
+Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                            size_t count, DataType dtype, ReduceOp op, double prescale,
+                            double postscale) {
+  const int n = ctx.transport->size(), r = ctx.transport->rank();
+  const size_t es = dtype_size(dtype);
+  if (Status s = check_regions(ctx, count * es); !s.ok()) return s;
+  const ChunkLayout slices{count, n};
+  const size_t lo = slices.chunk_offset(r), hi = lo + slices.chunk_count(r);
 
   int64_t start = ctx.now();
   Status s = ctx.shared->barrier(ctx.deadline());
   if (!s.ok()) return s;
-  uint8_t* dst = ctx.shared->region(r) + offset;
+  uint8_t* region = ctx.shared->region(r);
+  const int first_peer = r == 0 ? 1 : 0;
   const size_t block = std::max<size_t>(1, kBlockBytes / es);
-  for (size_t done = 0; done < mine; done += block) {
-    const size_t len = std::min(block, mine - done);
-    for (int p = 0; p < n; ++p)
-      if (p != r)
-        reduce_into(dtype, op, dst + done * es, ctx.shared->region(p) + offset + done * es, len);
-    scale_in_place(dtype, dst + done * es, len, postscale);
-  }
-  ctx.record_step(EventKind::kRingReduceScatter, start, 0, -1, -1, static_cast<int64_t>(mine * es));
+  for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
+    for (size_t done = 0; done < len; done += block) {
+      const size_t i = first + done, m = std::min(block, len - done);
+      uint8_t* dst = at(region, i, es);
+      const uint8_t* peer = at(ctx.shared->region(first_peer), i, es);
+      if (prescale != 1.0)  // the scaled contribution is in the region already
+        reduce_into(dtype, op, dst, peer, m);
+      else
+        combine(dtype, op, dst, at(p.input, i - p.first, es), peer, m);
+      for (int q = first_peer + 1; q < n; ++q)
+        if (q != r) reduce_into(dtype, op, dst, at(ctx.shared->region(q), i, es), m);
+      scale_in_place(dtype, dst, m, postscale);
+      std::memcpy(at(p.output, i - p.first, es), dst, m * es);
+    }
+  });
+  ctx.record_step(EventKind::kRingReduceScatter, start, 0, -1, -1,
+                  static_cast<int64_t>((hi - lo) * es));
 
   start = ctx.now();
   s = ctx.shared->barrier(ctx.deadline());
   if (!s.ok()) return s;
   ctx.record_step(EventKind::kRingAllgather, start, 0, -1, -1,
-                  static_cast<int64_t>((count - mine) * es));
+                  static_cast<int64_t>((count - (hi - lo)) * es));
   return Status::OK();
 }
 
-void shared_memory_copy_result(SharedRegions& shared, int ranks, size_t count, DataType dtype,
-                               size_t first, size_t len, void* dst) {
-  const ChunkLayout slices{count, ranks};
+Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                              size_t count, DataType dtype) {
+  const int n = ctx.transport->size(), r = ctx.transport->rank();
   const size_t es = dtype_size(dtype);
-  uint8_t* out = static_cast<uint8_t*>(dst);
-  for (int p = 0; p < ranks && len > 0; ++p) {
-    const size_t lo = slices.chunk_offset(p), hi = lo + slices.chunk_count(p);
-    if (first >= hi) continue;
-    const size_t take = std::min(len, hi - first);
-    std::memcpy(out, shared.region(p) + first * es, take * es);
-    out += take * es;
-    first += take;
-    len -= take;
+  const ChunkLayout slices{count, n};
+  for (int owner = 0; owner < n; ++owner) {
+    if (owner == r) continue;  // written by shared_memory_reduce
+    const uint8_t* region = ctx.shared->region(owner);
+    const size_t lo = slices.chunk_offset(owner), hi = lo + slices.chunk_count(owner);
+    for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
+      std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
+    });
   }
+  return ctx.shared->barrier(ctx.deadline());
 }
 
 Status shared_memory_allreduce(const CollectiveContext& ctx, void* data, size_t count,
                                DataType dtype, ReduceOp op) {
-  Transport& t = *ctx.transport;
-  const int n = t.size();
-  if (n == 1 || count == 0) return Status::OK();
-  if (!ctx.shared) return no_shared_memory(t.rank());
-  std::memcpy(ctx.shared->region(t.rank()), data, count * dtype_size(dtype));
-  Status s = shared_memory_reduce(ctx, count, dtype, op, 1.0);
+  if (ctx.transport->size() == 1 || count == 0) return Status::OK();
+  if (Status s = check_regions(ctx, count * dtype_size(dtype)); !s.ok()) return s;
+  const std::vector<BufferPiece> whole = {{0, count, data, data}};
+  shared_memory_copy_in(ctx, whole, count, dtype, 1.0);
+  Status s = shared_memory_reduce(ctx, whole, count, dtype, op, 1.0, 1.0);
   if (!s.ok()) return s;
-  shared_memory_copy_result(*ctx.shared, n, count, dtype, 0, count, data);
-  return ctx.shared->barrier(ctx.deadline());
+  return shared_memory_copy_out(ctx, whole, count, dtype);
 }
 
 }  // namespace ringscope

@@ -3,31 +3,53 @@
 // peers' regions. Used instead of the ring when every rank is on one node
 // (see allreduce_choice.h and docs/design.md, "Shared-memory allreduce").
 //
-// The protocol, with n ranks and slice p = ChunkLayout{count, n} chunk p:
-//   1. every rank writes its contribution to the start of its own region;
+// The protocol, with n ranks and slice p = ChunkLayout{count, n} chunk p of
+// the allreduce's elements, which may come from many tensors (pieces):
+//   1. copy in: every rank writes its contribution into its own region,
+//      except its own slice, which step 3 reads straight from its inputs;
 //   2. barrier: every contribution is in place;
-//   3. rank r combines slice r of every region into slice r of its own,
-//      in rank order, then applies the postscale;
+//   3. rank r combines its inputs' slice r with slice r of every peer's
+//      region, in rank order, applies the postscale, and writes the result
+//      both to its region (for the peers) and to its outputs;
 //   4. barrier: every slice is final (slice p lies in region(p));
-//   5. every rank copies the slices it needs out of their owners' regions;
+//   5. copy out: every rank copies the other slices out of their owners'
+//      regions into its outputs;
 //   6. barrier: no rank writes its region again before all have copied.
-// Steps 2-3 are recorded as RING_REDUCE_SCATTER step 0 and step 4 as
-// RING_ALLGATHER step 0, with no peer (every rank is its peer).
+// Per rank that is one pass over (n-1)/n of the data in, one over 1/n
+// combined and one over (n-1)/n out. Steps 2-3 are recorded as
+// RING_REDUCE_SCATTER step 0 and step 4 as RING_ALLGATHER step 0, with no
+// peer (every rank is its peer).
 #pragma once
+
+#include <vector>
 
 #include "collective_context.h"
 
 namespace ringscope {
 
-// Steps 2-4: the contributions are already in the regions (the fusion
-// copy-in writes them there). kAverage combines as a sum; pass 1/n in
-// `postscale`.
-Status shared_memory_reduce(const CollectiveContext& ctx, size_t count, DataType dtype, ReduceOp op,
+// Elements [first, first + count) of the allreduce: read from `input`,
+// results written to `output` (they may be the same buffer). A fused group
+// has one piece per tensor, in order, covering every element once.
+struct BufferPiece {
+  size_t first = 0;
+  size_t count = 0;
+  const void* input = nullptr;
+  void* output = nullptr;
+};
+
+// Step 1. With a prescale other than 1 the whole contribution is copied
+// (scaled) and step 3 reads its own slice from the region instead.
+void shared_memory_copy_in(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                           size_t count, DataType dtype, double prescale);
+
+// Steps 2-4. kAverage combines as a sum; pass 1/n in `postscale`.
+Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                            size_t count, DataType dtype, ReduceOp op, double prescale,
                             double postscale);
 
-// Step 5 for elements [first, first + len) of the result.
-void shared_memory_copy_result(SharedRegions& shared, int ranks, size_t count, DataType dtype,
-                               size_t first, size_t len, void* dst);
+// Steps 5-6.
+Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                              size_t count, DataType dtype);
 
 // Steps 1-6 for one buffer, in place (the same contract as ring_allreduce:
 // kAverage combines as a sum).

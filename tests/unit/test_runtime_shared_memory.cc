@@ -1,0 +1,110 @@
+// Whole runtimes, ranks as threads, on the shared-memory allreduce: fused
+// groups of tensors of different sizes (including ones with fewer elements
+// than ranks and empty ones), separate input and output buffers, every dtype
+// and op with prescale and postscale, at 2 and 3 ranks - against the
+// reference and against the same run with RINGSCOPE_SHARED_MEMORY=0.
+#include <catch2/catch.hpp>
+
+#include <future>
+
+#include "capture_recorder.h"
+#include "local_world.h"
+#include "tensor_values.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+
+std::string tensor_name(int salt, size_t k) {
+  std::string name = "s";
+  name += std::to_string(salt);
+  name += '_';
+  name += std::to_string(k);
+  return name;
+}
+
+// Runs one fused step per (dtype, op) on n ranks; returns how many
+// ALLREDUCE events used the shared-memory algorithm on rank 0.
+int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* checks) {
+  Options o;
+  o.settings.cycle_time_ms = 20;  // every tensor of a step arrives in one cycle
+  o.settings.fusion_threshold_bytes = 1 << 20;
+  o.op_timeout_seconds = 30;
+  o.log_level = 0;
+  o.shared_memory = shared_memory;
+  const std::vector<size_t> counts = {1000, 1, 0, 37, static_cast<size_t>(n - 1), 4099};
+  std::vector<CaptureRecorder> recs(n);
+  std::vector<Recorder*> rec_ptrs;
+  for (auto& r : recs) rec_ptrs.push_back(&r);
+  run_runtimes(
+      n, o,
+      [&](int r, Runtime& rt) {
+        int salt = 0;
+        for (DataType t : all_dtypes())
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+            const double pre = (op == ReduceOp::kSum && t != DataType::kUInt8) ? 2.0 : 1.0;
+            const double post = (op == ReduceOp::kMax) ? 0.5 : 1.0;
+            std::vector<std::vector<uint8_t>> in, out;
+            std::vector<std::promise<Status>> done(counts.size());
+            for (size_t k = 0; k < counts.size(); ++k) {
+              in.push_back(make_input(t, r, counts[k], salt + static_cast<int>(k)));
+              out.emplace_back(in.back().size());
+            }
+            for (size_t k = 0; k < counts.size(); ++k) {
+              TensorEntry e =
+                  allreduce_entry(tensor_name(salt, k), t, {static_cast<int64_t>(counts[k])},
+                                  in[k].data(), out[k].data(), op, pre, post);
+              e.done = [&done, k](const Status& s) { done[k].set_value(s); };
+              Status s = rt.submit(std::move(e));
+              if (!s.ok()) done[k].set_value(s);
+            }
+            for (size_t k = 0; k < counts.size(); ++k) {
+              Status s = done[k].get_future().get();
+              checks->expect(s.ok(), s.to_string());
+              const bool integer =
+                  t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
+              for (size_t i = 0; i < counts[k]; ++i) {
+                double want =
+                    expected_allreduce(t, op, n, i, pre, post, salt + static_cast<int>(k));
+                double got = get_element(t, out[k].data(), i);
+                if (std::abs(got - want) > tolerance(t, want) + (integer ? 1.0 : 0.0)) {
+                  checks->expect(false, std::string(dtype_name(t)) + "/" + reduce_op_name(op) +
+                                            " n=" + std::to_string(n) + " tensor " +
+                                            std::to_string(k) + " elem " + std::to_string(i) +
+                                            " got " + std::to_string(got) + " want " +
+                                            std::to_string(want));
+                  break;
+                }
+              }
+            }
+            salt += static_cast<int>(counts.size());
+          }
+      },
+      nullptr, rec_ptrs);
+  int shared = 0;
+  for (const TraceEvent& e : recs[0].events(EventKind::kAllreduce))
+    if (e.value == kAlgorithmSharedMemory) ++shared;
+  return shared;
+}
+
+}  // namespace
+
+TEST_CASE("fused groups on shared memory: every dtype, op and scale, 2 and 3 ranks",
+          "[runtime][shared]") {
+  for (int n : {2, 3}) {
+    ThreadChecks checks;
+    const int shared = fused_step_every_dtype_and_op(n, true, &checks);
+    INFO("n=" << n << ": " << checks.summary());
+    CHECK(checks.ok());
+    CHECK(shared >= 28);  // one fused group per (dtype, op) at least
+  }
+}
+
+TEST_CASE("RINGSCOPE_SHARED_MEMORY=0 keeps the ring, with the same results", "[runtime][shared]") {
+  ThreadChecks checks;
+  const int shared = fused_step_every_dtype_and_op(3, false, &checks);
+  INFO(checks.summary());
+  CHECK(checks.ok());
+  CHECK(shared == 0);
+}
