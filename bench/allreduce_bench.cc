@@ -1,7 +1,7 @@
 // Allreduce sweep, 4 KiB to 64 MiB: MPI_Allreduce (the peer), our algorithm
 // alone over the MPI transport (as the runtime picks it: the pipelined ring,
 // recursive doubling for small buffers on 3+ ranks, halving-doubling above
-// that on 4, 8, ... ranks, shared memory for 3+ ranks on one node;
+// that on 4, 8, ... ranks, shared memory from 16 KiB on one node;
 // --small-bytes 0 --no-halving --no-shared-memory: always the ring),
 // and a whole ringscope allreduce (negotiation + collective), interleaved in
 // one binary, median of N iterations of
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   size_t seg_min = 0, seg_max = 0;            // 0 = the runtime's defaults
   size_t small_bytes = kSmallAllreduceBytes;  // --small-bytes 0: always the ring
   bool halving = true;  // --no-halving: the ring where the runtime would use halving-doubling
-  bool shared = true;   // --no-shared-memory: no shared-memory allreduce (3+ ranks on one node)
+  bool shared = true;   // --no-shared-memory: no shared-memory allreduce (ranks on one node)
   size_t max_bytes = 64u << 20;
   bool with_runtime = true;
   for (int i = 1; i < argc; ++i) {
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
       // "ours": the algorithm the runtime picks for this size.
-      if (ctx.shared && use_shared_memory(bytes, n, /*fused=*/false))
+      if (ctx.shared && use_shared_memory(bytes, n))
         shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else if (n >= 3 && bytes <= small_bytes)
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);

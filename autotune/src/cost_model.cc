@@ -112,10 +112,10 @@ bool fit_linear(const std::vector<std::vector<double>>& x, const std::vector<dou
   return true;
 }
 
-double CostModel::allreduce_ns(int64_t bytes, bool fused) const {
+double CostModel::allreduce_ns(int64_t bytes) const {
   const int n = std::max(1, world_size);
   if (mpi_allreduce) return mpi_allreduce_cost.at(static_cast<double>(bytes));
-  if (shm_allreduce.samples > 0 && use_shared_memory(static_cast<size_t>(bytes), n, fused))
+  if (shm_allreduce.samples > 0 && use_shared_memory(static_cast<size_t>(bytes), n))
     return shm_allreduce.at(static_cast<double>(bytes));
   const double overhead = overhead_ns(bytes);
   if (n == 1 || bytes == 0) return overhead;

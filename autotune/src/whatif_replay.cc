@@ -312,7 +312,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
       if (first.tensor.op == OpType::kAllreduce) {
         t += g.fused() ? model.copy_in_ns(bytes, members)
                        : model.unfused_copy_in_fraction * model.copy_in_ns(bytes, 1);
-        t += model.allreduce_ns(bytes, g.fused());
+        t += model.allreduce_ns(bytes);
         if (bytes > 0) out->ends.push_back({std::llround(t), bytes});
         t += g.fused() ? model.copy_out_ns(bytes, members)
                        : model.unfused_copy_out_fraction * model.copy_out_ns(bytes, 1);

@@ -27,15 +27,16 @@ inline bool use_halving_doubling(size_t bytes, int ranks) {
 }
 
 // When every rank is on one node, ranks read each other's memory instead of
-// exchanging messages (shared_memory_allreduce.h), up to this many bytes
-// per allreduce (the size of each rank's shared region). It needs the data
-// in the shared region: a fused group is copied there instead of into the
-// fusion buffer at no extra cost; a single tensor pays a copy in and out,
-// which at 2 ranks costs more than the ring's one exchange each way (measured
-// with bench/allreduce_bench at np=2 and np=4: docs/performance.md).
+// exchanging messages (shared_memory_allreduce.h) for allreduces of
+// kSharedMemoryMinBytes up to kSharedMemoryMaxBytes (the size of each
+// rank's shared region). Measured with bench/allreduce_bench at np=2 and
+// np=4 (docs/performance.md): 1.2-2.5x MPI_Allreduce from 16 KiB to 64 MiB,
+// where the ring is 0.9-1.8x; at 4 KiB its three barriers cost more than
+// the ring's (np=2) or recursive doubling's (np=3+) messages.
+constexpr size_t kSharedMemoryMinBytes = 16 << 10;
 constexpr size_t kSharedMemoryMaxBytes = size_t{64} << 20;
-inline bool use_shared_memory(size_t bytes, int ranks, bool fused) {
-  return ranks >= 2 && bytes > 0 && bytes <= kSharedMemoryMaxBytes && (fused || ranks >= 3);
+inline bool use_shared_memory(size_t bytes, int ranks) {
+  return ranks >= 2 && bytes >= kSharedMemoryMinBytes && bytes <= kSharedMemoryMaxBytes;
 }
 
 }  // namespace ringscope

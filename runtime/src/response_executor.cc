@@ -139,8 +139,7 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   const int32_t name_id = entries[first]->name_id;
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
-  if (p.shared_memory && p.algorithm == CpuAllreduce::kRing &&
-      use_shared_memory(g.bytes, n, g.fused())) {
+  if (p.shared_memory && p.algorithm == CpuAllreduce::kRing && use_shared_memory(g.bytes, n)) {
     bool ready = false;
     Status s = prepare_shared_regions(g.bytes, p, &ready);
     if (!s.ok()) return s;

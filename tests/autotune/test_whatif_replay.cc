@@ -243,7 +243,7 @@ TEST_CASE("least squares recovers alpha and beta of ring steps", "[whatif]") {
   CHECK(m.ring_step.per_unit_ns == Approx(ns_per_byte).epsilon(1e-4));
   CHECK(m.ring_gbps() == Approx(2.5).epsilon(1e-3));
   // 2 ranks: reduce-scatter + allgather of half the buffer each.
-  CHECK(m.allreduce_ns(2 << 20, false) ==
+  CHECK(m.allreduce_ns(2 << 20) ==
         Approx(2 * (alpha + ns_per_byte * (1 << 20))).epsilon(1e-3));
 
   // The relative fit's medians resist late-peer outliers (x1.6 on 2 of 9).

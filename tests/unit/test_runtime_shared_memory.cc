@@ -33,7 +33,8 @@ int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* check
   o.op_timeout_seconds = 30;
   o.log_level = 0;
   o.shared_memory = shared_memory;
-  const std::vector<size_t> counts = {1000, 1, 0, 37, static_cast<size_t>(n - 1), 4099};
+  // 20000 elements: every group is at least kSharedMemoryMinBytes.
+  const std::vector<size_t> counts = {20000, 1, 0, 37, static_cast<size_t>(n - 1), 4099};
   std::vector<CaptureRecorder> recs(n);
   std::vector<Recorder*> rec_ptrs;
   for (auto& r : recs) rec_ptrs.push_back(&r);

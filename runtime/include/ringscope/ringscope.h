@@ -106,9 +106,8 @@ struct Options {
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed
   CpuAllreduce cpu_allreduce = CpuAllreduce::kRing;
   // With every rank on one node, host allreduces read each other's memory
-  // (an MPI shared-memory window) instead of running the ring where that
-  // wins: fused groups at 2+ ranks, every allreduce at 3+ ranks, up to
-  // 64 MiB. RINGSCOPE_SHARED_MEMORY=0 keeps the ring.
+  // (an MPI shared-memory window) instead of running the ring, from 16 KiB
+  // to 64 MiB. RINGSCOPE_SHARED_MEMORY=0 keeps the ring.
   bool shared_memory = true;
   // Device allreduce: NCCL reduce-scatter inside each node, an allreduce
   // across nodes on host buffers, NCCL allgather inside the node.

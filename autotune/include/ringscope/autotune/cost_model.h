@@ -64,9 +64,8 @@ struct CostModel {
   Affine negotiate_slow;           // + coordinator gather/broadcast; units = responses
   std::vector<std::string> notes;  // where a default had to stand in for missing samples
 
-  // ALLREDUCE span (steps + overhead) of `bytes` at this world size, for a
-  // fused group or a single tensor.
-  double allreduce_ns(int64_t bytes, bool fused) const;
+  // ALLREDUCE span (steps + overhead) of `bytes` at this world size.
+  double allreduce_ns(int64_t bytes) const;
   double copy_in_ns(int64_t bytes, int members) const;
   double copy_out_ns(int64_t bytes, int members) const;
   // ring step beta in GB/s (bytes per ns)
