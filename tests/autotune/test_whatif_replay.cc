@@ -243,8 +243,7 @@ TEST_CASE("least squares recovers alpha and beta of ring steps", "[whatif]") {
   CHECK(m.ring_step.per_unit_ns == Approx(ns_per_byte).epsilon(1e-4));
   CHECK(m.ring_gbps() == Approx(2.5).epsilon(1e-3));
   // 2 ranks: reduce-scatter + allgather of half the buffer each.
-  CHECK(m.allreduce_ns(2 << 20) ==
-        Approx(2 * (alpha + ns_per_byte * (1 << 20))).epsilon(1e-3));
+  CHECK(m.allreduce_ns(2 << 20) == Approx(2 * (alpha + ns_per_byte * (1 << 20))).epsilon(1e-3));
 
   // The relative fit's medians resist late-peer outliers (x1.6 on 2 of 9).
   std::vector<std::vector<double>> ox;
@@ -345,6 +344,32 @@ std::vector<std::string> write_modelled_run(const std::string& base, const Truth
 }
 
 }  // namespace
+
+TEST_CASE("shared-memory allreduces are priced from their own spans", "[whatif]") {
+  const double alpha = 20e3, ns_per_byte = 0.1;
+  CalibrationSamples s;
+  for (int64_t bytes : {int64_t{1} << 16, int64_t{1} << 20, int64_t{8} << 20})
+    for (int k = 0; k < 5; ++k)
+      s.shm_allreduces.push_back(
+          {bytes, static_cast<int64_t>(alpha + ns_per_byte * static_cast<double>(bytes))});
+  s.negotiations.push_back({false, 3, 25 * kUs});
+  CostModel m;
+  REQUIRE(fit_cost_model(s, 2, false, &m).ok());
+  CHECK(m.shm_allreduce.samples == 15);
+  CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));
+  // Below 16 KiB the runtime runs the ring, which this run never recorded.
+  CHECK(m.allreduce_ns(4096) == Approx(alpha + ns_per_byte * 4096).epsilon(1e-3));
+  CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
+    return n.find("only shared-memory") != std::string::npos;
+  }));
+  // With ring steps recorded too, small and over-64-MiB buffers use the ring.
+  for (int k = 0; k < 9; ++k) s.ring_steps.push_back({int64_t{2048} << (k % 3), 35'000});
+  REQUIRE(fit_cost_model(s, 2, false, &m).ok());
+  CHECK(m.allreduce_ns(4096) == Approx(m.overhead_ns(4096) + 2 * m.ring_step.at(2048)));
+  CHECK(m.allreduce_ns(int64_t{128} << 20) ==
+        Approx(m.overhead_ns(int64_t{128} << 20) + 2 * m.ring_step.at(64 << 20)));
+  CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));
+}
 
 TEST_CASE("calibration on a modelled run recovers its costs", "[whatif]") {
   TempDir dir;

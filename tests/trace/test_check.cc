@@ -106,6 +106,19 @@ TEST_CASE("check counts log2(n) steps each way for a halving-doubling allreduce"
   CHECK(has_violation(report, "ring-steps", "expected 2 + 2 for n=4"));
 }
 
+TEST_CASE("check expects one step each way for a shared-memory allreduce", "[trace][check]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 3;
+  run.cycles = 3;
+  run.shared_memory = true;
+  CHECK(check_run(run, dir).ok());  // 1 + 1 steps, not 2 + 2
+  run.extra_ring_step_on_rank = 2;
+  CheckReport report = check_run(run, dir);
+  CHECK(has_violation(report, "ring-steps", "rank 2: shared-memory allreduce"));
+  CHECK(has_violation(report, "ring-steps", "expected 1 + 1"));
+}
+
 TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
   test::TempDir dir;
   const std::string path = dir.file("drop.rank0.sqlite");

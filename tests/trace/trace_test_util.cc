@@ -66,7 +66,7 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   int log2n = 0;
   while ((1 << (log2n + 1)) <= n) ++log2n;
   // Per direction: n-1 ring steps, or log2 n halvings / doublings.
-  const int64_t half_steps = run.halving_doubling ? log2n : n - 1;
+  const int64_t half_steps = run.shared_memory ? 1 : run.halving_doubling ? log2n : n - 1;
   const int64_t ring_steps = n > 1 ? 2 * half_steps : 0;
   const int64_t fusion_dur = 100'000 + ring_steps * 50'000 + 100'000;
   for (size_t m = 0; m < names.size(); ++m) {
@@ -90,6 +90,7 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   all.name_id = names[0];
   all.aux = int32_t(names.size());
   if (run.halving_doubling && !as_broadcast) all.value = kAlgorithmHalvingDoubling;
+  if (run.shared_memory && !as_broadcast) all.value = kAlgorithmSharedMemory;
   w.record(all);
   const int64_t extra = rank == run.extra_ring_step_on_rank && first ? 1 : 0;
   for (int64_t k = 0; k < ring_steps + extra; ++k) {
@@ -97,7 +98,9 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
     TraceEvent step = make(scatter ? EventKind::kRingReduceScatter : EventKind::kRingAllgather,
                            s + k * 50'000, 45'000, cycle, seq);
     step.step = int32_t(scatter ? k : k - half_steps);
-    if (run.halving_doubling) {  // partner rank XOR 2^j
+    if (run.shared_memory) {  // every rank reads every region: no one peer
+      step.peer_send = step.peer_recv = -1;
+    } else if (run.halving_doubling) {  // partner rank XOR 2^j
       const int partner = rank ^ (1 << int((scatter ? log2n - 1 - k : k - half_steps) % log2n));
       step.peer_send = step.peer_recv = partner;
     } else {
