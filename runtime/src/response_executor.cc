@@ -230,7 +230,7 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
   // same settings), so the collective free and allocation line up.
   size_t grown = size_t{1} << 20;
   while (grown < bytes) grown *= 2;
-  shared_.reset();
+  if (Status s = free_shared_regions(p.timeout_seconds); !s.ok()) return s;
   Status s = transport_->allocate_shared_regions(std::min(grown, kSharedMemoryMaxBytes),
                                                  Deadline::after(p.timeout_seconds), &shared_);
   if (s.code() == StatusCode::kUnimplemented) {
@@ -240,6 +240,16 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
   if (!s.ok()) return s;
   *ready = true;
   return Status::OK();
+}
+
+Status ResponseExecutor::free_shared_regions(double timeout_seconds) {
+  if (!shared_) return Status::OK();
+  Status s = shared_->barrier(Deadline::after(timeout_seconds));
+  if (s.ok())
+    shared_.reset();
+  else
+    (void)shared_.release();  // left to process exit: a rank is missing
+  return s;
 }
 
 Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g,

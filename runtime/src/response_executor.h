@@ -53,10 +53,13 @@ class ResponseExecutor {
 
   size_t fusion_buffer_bytes() const { return fusion_.size(); }
 
-  // Frees the shared regions. Collective: call it only at a point every rank
-  // reaches (the agreed shutdown cycle). Otherwise they are left to the
-  // process's exit, since a rank that froze alone would wait for the others.
-  void free_shared_regions() { shared_.reset(); }
+  // Frees the shared regions at a point every rank reaches (the agreed
+  // shutdown cycle, or growing them). Freeing is collective (MPI_Win_free
+  // waits for every rank), so every rank must first arrive within
+  // `timeout_seconds`; otherwise the regions are left to the process's exit
+  // and the timeout is returned, rather than waiting forever on a rank that
+  // stopped.
+  Status free_shared_regions(double timeout_seconds);
 
  private:
   Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,

@@ -188,7 +188,10 @@ void Runtime::loop() {
     }
     cycles_done_.fetch_add(1);
     if (stop) {
-      executor_.free_shared_regions();  // every rank stops in this same cycle
+      // Every rank stops in this same cycle: free the shared window together.
+      Status freed = executor_.free_shared_regions(
+          std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds));
+      if (!freed.ok()) log(1, "shared memory left to process exit: " + freed.to_string());
       break;
     }
     wait_for_next_cycle();

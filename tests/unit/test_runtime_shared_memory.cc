@@ -109,3 +109,30 @@ TEST_CASE("RINGSCOPE_SHARED_MEMORY=0 keeps the ring, with the same results", "[r
   CHECK(checks.ok());
   CHECK(shared == 0);
 }
+
+TEST_CASE("a dead peer after shared-memory allreduces: a timeout and a clean stop, not a hang",
+          "[runtime][shared][fault]") {
+  const int n = 3;
+  Options o;
+  o.settings.cycle_time_ms = 0.2;
+  o.op_timeout_seconds = 0.5;
+  o.log_level = 0;
+  auto fabric = std::make_shared<LocalFabric>(n);
+  std::vector<Status> warm(n), results(n);
+  run_runtimes(
+      n, o,
+      [&](int r, Runtime& rt) {
+        std::vector<float> buf(16384, 1.0f);  // 64 KiB: shared memory
+        warm[r] = run_op(
+            rt, allreduce_entry("warm", DataType::kFloat32, {16384}, buf.data(), buf.data()));
+        if (r == 2) {
+          fabric->fail_rank(2);
+          return;
+        }
+        results[r] =
+            run_op(rt, allreduce_entry("x", DataType::kFloat32, {16384}, buf.data(), buf.data()));
+      },
+      fabric);
+  for (int r = 0; r < n; ++r) CHECK(warm[r].ok());
+  for (int r = 0; r < 2; ++r) CHECK(results[r].code() == StatusCode::kTimeout);
+}
