@@ -127,23 +127,33 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
   return Status::OK();
 }
 
+ResponseExecutor::GroupFacts ResponseExecutor::facts(
+    const FusionGroup& g, const std::vector<Response>& responses,
+    const std::vector<TensorEntry*>& entries) const {
+  const size_t first = g.members[0];
+  const Request& t = responses[first].tensor;
+  const int n = transport_->size();
+  return GroupFacts{t, dtype_size(t.dtype),
+                    t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0),
+                    static_cast<int32_t>(first), entries[first]->name_id};
+}
+
 Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
                                        const std::vector<TensorEntry*>& entries,
                                        const ExecutionParams& p) {
-  const size_t first = g.members[0];
-  const Request& t = responses[first].tensor;
-  const size_t es = dtype_size(t.dtype);
+  const GroupFacts f = facts(g, responses, entries);
+  const Request& t = f.tensor;
+  const size_t es = f.elem_size;
   const int n = transport_->size();
-  const double post = t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0);
-  const int32_t seq = static_cast<int32_t>(first);
-  const int32_t name_id = entries[first]->name_id;
+  const double post = f.post;
+  const int32_t seq = f.seq, name_id = f.name_id;
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
   if (p.shared_memory && p.algorithm == CpuAllreduce::kRing && use_shared_memory(g.bytes, n)) {
     bool ready = false;
     Status s = prepare_shared_regions(g.bytes, p, &ready);
     if (!s.ok()) return s;
-    if (ready) return run_shared_memory_allreduce(g, responses, entries, p);
+    if (ready) return run_shared_memory_allreduce(g, f, responses, entries, p);
   }
 
   // Copy in.
@@ -164,7 +174,7 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     }
     record(p, EventKind::kMemcpyIn, group_start, seq, name_id, static_cast<int64_t>(g.bytes));
   } else {
-    TensorEntry& e = *entries[first];
+    TensorEntry& e = *entries[g.members[0]];
     buffer = static_cast<uint8_t*>(e.output);
     if (e.input != e.output || t.prescale != 1.0) {
       copy_scaled(t.dtype, buffer, e.input, g.bytes / es, t.prescale);
@@ -252,17 +262,13 @@ Status ResponseExecutor::free_shared_regions(double timeout_seconds) {
   return s;
 }
 
-Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g,
+Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const GroupFacts& f,
                                                      const std::vector<Response>& responses,
                                                      const std::vector<TensorEntry*>& entries,
                                                      const ExecutionParams& p) {
-  const size_t first = g.members[0];
-  const Request& t = responses[first].tensor;
-  const size_t es = dtype_size(t.dtype);
-  const int n = transport_->size();
-  const double post = t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0);
-  const int32_t seq = static_cast<int32_t>(first);
-  const int32_t name_id = entries[first]->name_id;
+  const Request& t = f.tensor;
+  const size_t es = f.elem_size;
+  const int32_t seq = f.seq, name_id = f.name_id;
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
   // Copy in: straight into this rank's shared region (the fusion buffer's
@@ -286,7 +292,7 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g,
 
   // Reduce this rank's slice (the postscale is applied once, there).
   const int64_t coll_start = now();
-  Status s = shared_memory_reduce(ctx, pieces, count, t.dtype, t.reduce, t.prescale, post);
+  Status s = shared_memory_reduce(ctx, pieces, count, t.dtype, t.reduce, t.prescale, f.post);
   if (!s.ok()) return s;
   record(p, EventKind::kAllreduce, coll_start, seq, name_id, static_cast<int64_t>(g.bytes),
          kAlgorithmSharedMemory, static_cast<int32_t>(g.members.size()));

@@ -69,7 +69,18 @@ class ResponseExecutor {
   // The shared regions hold at least `bytes`, or *ready is false (the
   // ranks share no memory). Grows them (collectively) when needed.
   Status prepare_shared_regions(size_t bytes, const ExecutionParams& p, bool* ready);
-  Status run_shared_memory_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
+  // What every allreduce path needs to know about its group.
+  struct GroupFacts {
+    const Request& tensor;  // the first member's (all members agree)
+    size_t elem_size;
+    double post;  // postscale, times 1/n for Average
+    int32_t seq;  // the first member's response index
+    int32_t name_id;
+  };
+  GroupFacts facts(const FusionGroup& g, const std::vector<Response>& responses,
+                   const std::vector<TensorEntry*>& entries) const;
+  Status run_shared_memory_allreduce(const FusionGroup& g, const GroupFacts& f,
+                                     const std::vector<Response>& responses,
                                      const std::vector<TensorEntry*>& entries,
                                      const ExecutionParams& p);
   Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,

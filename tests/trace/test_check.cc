@@ -92,31 +92,35 @@ TEST_CASE("check catches each violation", "[trace][check]") {
   }
 }
 
+namespace {
+// A run of `algorithm` passes check; one extra reduce-scatter step on a rank
+// is reported with `expected`.
+void check_step_counts(test::SyntheticRun run, const test::TempDir& dir,
+                       const std::string& algorithm, const std::string& expected) {
+  run.cycles = 3;
+  CHECK(check_run(run, dir).ok());
+  run.extra_ring_step_on_rank = 1;
+  CheckReport report = check_run(run, dir);
+  CHECK(has_violation(report, "ring-steps", "rank 1: " + algorithm + " allreduce"));
+  CHECK(has_violation(report, "ring-steps", expected));
+}
+}  // namespace
+
 TEST_CASE("check counts log2(n) steps each way for a halving-doubling allreduce",
           "[trace][check]") {
   test::TempDir dir;
   test::SyntheticRun run;
   run.world_size = 4;
-  run.cycles = 3;
   run.halving_doubling = true;
-  CHECK(check_run(run, dir).ok());  // 2 + 2 steps, not 3 + 3
-  run.extra_ring_step_on_rank = 1;
-  CheckReport report = check_run(run, dir);
-  CHECK(has_violation(report, "ring-steps", "rank 1: halving-doubling allreduce"));
-  CHECK(has_violation(report, "ring-steps", "expected 2 + 2 for n=4"));
+  check_step_counts(run, dir, "halving-doubling", "expected 2 + 2 for n=4");  // not 3 + 3
 }
 
 TEST_CASE("check expects one step each way for a shared-memory allreduce", "[trace][check]") {
   test::TempDir dir;
   test::SyntheticRun run;
   run.world_size = 3;
-  run.cycles = 3;
   run.shared_memory = true;
-  CHECK(check_run(run, dir).ok());  // 1 + 1 steps, not 2 + 2
-  run.extra_ring_step_on_rank = 2;
-  CheckReport report = check_run(run, dir);
-  CHECK(has_violation(report, "ring-steps", "rank 2: shared-memory allreduce"));
-  CHECK(has_violation(report, "ring-steps", "expected 1 + 1"));
+  check_step_counts(run, dir, "shared-memory", "expected 1 + 1");  // not 2 + 2
 }
 
 TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
