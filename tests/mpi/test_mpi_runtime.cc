@@ -5,8 +5,10 @@
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <future>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "capture_recorder.h"
@@ -32,11 +34,16 @@ int world_size() {
   return n;
 }
 
+// RINGSCOPE_SHARED_MEMORY=0 (ctest runs every size both ways) exercises the
+// ring, recursive doubling and halving-doubling over MPI instead of the
+// shared-memory allreduce.
 Options test_options() {
   Options o;
   o.settings.cycle_time_ms = 0.5;
   o.op_timeout_seconds = 120;
   o.log_level = 0;
+  if (const char* v = std::getenv("RINGSCOPE_SHARED_MEMORY"))
+    o.shared_memory = std::string(v) != "0";
   return o;
 }
 
@@ -211,6 +218,30 @@ TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {
   }
   ringscope::shutdown();
   CHECK_FALSE(ringscope::is_initialized());
+}
+
+TEST_CASE("on one node, 16 KiB-64 MiB allreduces use shared memory unless it is turned off",
+          "[mpi]") {
+  const int n = world_size(), r = world_rank();
+  const Options o = test_options();
+  CaptureRecorder rec;
+  auto rt = make_runtime(o);
+  rt->set_recorder(&rec);
+  std::vector<float> big(1 << 16, 1.0f), small(16, 1.0f);  // 256 KiB, 64 B
+  REQUIRE(run_op(*rt, allreduce_entry("big", DataType::kFloat32, {1 << 16}, big.data(), big.data()))
+              .ok());
+  REQUIRE(
+      run_op(*rt, allreduce_entry("small", DataType::kFloat32, {16}, small.data(), small.data()))
+          .ok());
+  rt->shutdown();
+  CHECK(big[7] == Approx(n));
+  CHECK(small[3] == Approx(n));
+  const auto allreduces = rec.events(EventKind::kAllreduce);
+  REQUIRE(allreduces.size() == 2);
+  const bool shared = o.shared_memory && n >= 2;  // mpirun starts these ranks on one node
+  INFO("rank " << r << ", shared memory " << (o.shared_memory ? "on" : "off"));
+  CHECK((allreduces[0].value == kAlgorithmSharedMemory) == shared);
+  CHECK(allreduces[1].value != kAlgorithmSharedMemory);  // under 16 KiB
 }
 
 TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "[mpi]") {
