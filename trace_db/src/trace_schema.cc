@@ -27,7 +27,8 @@ constexpr EventKindInfo kKinds[] = {
     {K::kMemcpyIn, "MEMCPY_IN", L::kFusion, true, "copy into the fusion buffer; bytes copied"},
     {K::kMemcpyOut, "MEMCPY_OUT", L::kFusion, true, "copy out of the fusion buffer; bytes copied"},
     {K::kRingReduceScatter, "RING_REDUCE_SCATTER", L::kRing, true,
-     "ring reduce-scatter step `step`; bytes sent to peer_send, received from peer_recv"},
+     "ring reduce-scatter step `step`; bytes sent to peer_send, received from peer_recv "
+     "(shared memory: one step, peers -1, waiting for every rank and combining own slice)"},
     {K::kRingAllgather, "RING_ALLGATHER", L::kRing, true,
      "ring allgather step `step` of an allreduce; peers and bytes as above"},
     {K::kAllgatherStep, "ALLGATHER_STEP", L::kRing, true, "one step of a ring allgather(v) op"},
@@ -40,12 +41,11 @@ constexpr EventKindInfo kKinds[] = {
     {K::kStep, "STEP", L::kUser, false, "user step mark; aux = step number"},
     {K::kAllreduce, "ALLREDUCE", L::kCollective, true,
      "whole allreduce collective; bytes = payload, value = algorithm (0 ring, 1 recursive "
-     "doubling), aux = tensors in the group"},
+     "doubling, 2 halving-doubling, 3 shared memory), aux = tensors in the group"},
     {K::kMpiAllreduce, "MPI_ALLREDUCE", L::kCollective, true,
      "MPI_Allreduce used instead of the ring"},
     {K::kAllgather, "ALLGATHER", L::kCollective, true, "whole allgather collective"},
-    {K::kBroadcast, "BROADCAST", L::kCollective, true,
-     "whole broadcast collective; aux = root"},
+    {K::kBroadcast, "BROADCAST", L::kCollective, true, "whole broadcast collective; aux = root"},
     {K::kNcclAllreduce, "NCCL_ALLREDUCE", L::kCollective, true,
      "whole device allreduce: device times on the host clock, value = host enqueue time, aux = "
      "CUDA stream, step = algorithm (0 NCCL, 2 hierarchical), peer_send = tensors, bytes"},
