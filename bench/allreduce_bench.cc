@@ -179,16 +179,29 @@ int main(int argc, char** argv) {
     const double bus_m = bytes / m / 1e9 * bus_factor, bus_r = bytes / r / 1e9 * bus_factor,
                  bus_q = bytes / q / 1e9 * bus_factor;
     if (rank == 0) {
-      std::printf("%8s | %10.1f %10.1f %10.1f | %9.2f %9.2f %9.2f | %6.2f %6.2f\n",
-                  human_bytes(bytes).c_str(), m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r, bus_q,
-                  bus_r / bus_m, bus_q / bus_m);
+      if (with_runtime)
+        std::printf("%8s | %10.1f %10.1f %10.1f | %9.2f %9.2f %9.2f | %6.2f %6.2f\n",
+                    human_bytes(bytes).c_str(), m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r, bus_q,
+                    bus_r / bus_m, bus_q / bus_m);
+      else  // --no-runtime: no end-to-end column
+        std::printf("%8s | %10.1f %10.1f %10s | %9.2f %9.2f %9s | %6.2f %6s\n",
+                    human_bytes(bytes).c_str(), m * 1e6, r * 1e6, "-", bus_m, bus_r, "-",
+                    bus_r / bus_m, "-");
+      // The end-to-end fields are null with --no-runtime (JSON has no inf).
+      auto rt_field = [&](double v, const char* format) {
+        char text[32] = "null";
+        if (with_runtime) std::snprintf(text, sizeof(text), format, v);
+        return std::string(text);
+      };
       char row[512];
       std::snprintf(row, sizeof(row),
                     "%s{\"bytes\":%zu,\"iterations\":%d,\"mpi_us\":%.2f,\"ring_us\":%.2f,"
-                    "\"runtime_us\":%.2f,\"mpi_busbw_gbps\":%.3f,\"ring_busbw_gbps\":%.3f,"
-                    "\"runtime_busbw_gbps\":%.3f,\"ring_over_mpi\":%.3f,\"runtime_over_mpi\":%.3f}",
-                    rows.empty() ? "" : ",", bytes, reps, m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r,
-                    bus_q, bus_r / bus_m, bus_q / bus_m);
+                    "\"runtime_us\":%s,\"mpi_busbw_gbps\":%.3f,\"ring_busbw_gbps\":%.3f,"
+                    "\"runtime_busbw_gbps\":%s,\"ring_over_mpi\":%.3f,\"runtime_over_mpi\":%s}",
+                    rows.empty() ? "" : ",", bytes, reps, m * 1e6, r * 1e6,
+                    rt_field(q * 1e6, "%.2f").c_str(), bus_m, bus_r,
+                    rt_field(bus_q, "%.3f").c_str(), bus_r / bus_m,
+                    rt_field(bus_q / bus_m, "%.3f").c_str());
       rows += row;
     }
   }
