@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   size_t small_bytes = kSmallAllreduceBytes;  // --small-bytes 0: always the ring
   bool halving = true;  // --no-halving: the ring where the runtime would use halving-doubling
   bool shared = true;   // --no-shared-memory: no shared-memory allreduce (ranks on one node)
-  size_t max_bytes = 64u << 20;
+  size_t min_bytes = 4096, max_bytes = 64u << 20;
   bool with_runtime = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -82,16 +82,19 @@ int main(int argc, char** argv) {
       halving = false;
     else if (a == "--no-shared-memory")
       shared = false;
+    else if (a == "--min-bytes" && has_value)
+      min_bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--max-bytes" && has_value)
       max_bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--no-runtime")
       with_runtime = false;
     else {
-      std::fprintf(stderr,
-                   "usage: allreduce_bench [--json FILE] [--iters N] [--max-bytes B] "
-                   "[--small-bytes B] [--no-halving] [--no-shared-memory] [--segment-min B] "
-                   "[--segment-max B] "
-                   "[--no-runtime]\n");
+      std::fprintf(
+          stderr,
+          "usage: allreduce_bench [--json FILE] [--iters N] [--min-bytes B] [--max-bytes B] "
+          "[--small-bytes B] [--no-halving] [--no-shared-memory] [--segment-min B] "
+          "[--segment-max B] "
+          "[--no-runtime]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -136,7 +139,7 @@ int main(int argc, char** argv) {
     std::printf("%8s | %10s %10s %10s | %9s %9s %9s | %6s %6s\n", "size", "mpi us", "ours us",
                 "rt us", "mpi bus", "ours bus", "rt bus", "ours/m", "rt/m");
   }
-  for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
     std::vector<float> a(count, 1.0f), b(count, 1.0f), c(count, 1.0f);
     const int reps = bytes <= (64u << 10)  ? std::max(iters, 200)
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
       // "ours": the algorithm the runtime picks for this size.
       if (ctx.shared && use_shared_memory(bytes, n))
         shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
-      else if (n >= 3 && bytes <= small_bytes)
+      else if (bytes <= small_bytes && use_recursive_doubling(bytes, n))
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else if (halving && use_halving_doubling(bytes, n))
         halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);

@@ -7,13 +7,21 @@
 
 namespace ringscope {
 
+// Open MPI's shared-memory transport sends messages of up to 4 KiB
+// (including its match header) eagerly; larger ones wait for a rendezvous
+// handshake. Recursive doubling splits an exchange of up to 4 such pieces
+// into pieces of at most this size (recursive_doubling_allreduce.h).
+constexpr size_t kEagerPieceBytes = 4000;
+
 // Allreduces up to this size use recursive doubling instead of the ring
-// when there are 3 or more ranks (measured on these machines with
-// bench/allreduce_bench --small-bytes; at 2 ranks the ring's half-size
-// messages stay under MPI's eager limit and win).
+// when there are 3 or more ranks, and at 2 ranks up to 4 eager pieces
+// (measured on these machines with bench/allreduce_bench --small-bytes:
+// at np=2 in eager pieces 0.99-2.3x MPI_Allreduce from 4 to 12 KiB, where
+// the ring's two exchanges gave 0.82-1.18x).
 constexpr size_t kSmallAllreduceBytes = 64 << 10;
 inline bool use_recursive_doubling(size_t bytes, int ranks) {
-  return ranks >= 3 && bytes <= kSmallAllreduceBytes;
+  return (ranks >= 3 && bytes <= kSmallAllreduceBytes) ||
+         (ranks == 2 && bytes <= 4 * kEagerPieceBytes);
 }
 
 // Above that, a power of two of 4 or more ranks uses halving-doubling

@@ -5,15 +5,24 @@
 //   odd rank adds it in. The p remaining ranks get "virtual" ranks 0..p-1.
 // Phase 2, doubling (log2 p steps): at step k a virtual rank exchanges its
 //   whole buffer with virtual rank (v XOR 2^k) and adds the partner's in.
+//   A buffer of a few KiB goes as pieces under the MPI transport's eager
+//   limit (exchange_piece_bytes), so the exchange needs no rendezvous.
 // Phase 3, unfold (1 step, only if rem > 0): each odd rank below 2*rem sends
 //   the result to the even rank that sat out.
 #include "recursive_doubling_allreduce.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "dtype_ops.h"
 
 namespace ringscope {
+
+size_t exchange_piece_bytes(size_t bytes) {
+  if (bytes <= kEagerPieceBytes || bytes > 4 * kEagerPieceBytes) return bytes;
+  const size_t pieces = (bytes + kEagerPieceBytes - 1) / kEagerPieceBytes;
+  return (bytes + pieces - 1) / pieces;
+}
 
 Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, size_t count,
                                     DataType dtype, ReduceOp op) {
@@ -62,8 +71,13 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
       const int vpartner = vrank ^ mask;
       const int partner = vpartner < rem ? vpartner * 2 + 1 : vpartner + rem;
       std::vector<PendingOpPtr> ops;
-      ops.push_back(t.irecv(partner, scratch, bytes, kTagRecursiveDoubling));
-      ops.push_back(t.isend(partner, data, bytes, kTagRecursiveDoubling));
+      const size_t piece = exchange_piece_bytes(bytes);
+      for (size_t off = 0; off < bytes; off += piece) {
+        const size_t len = std::min(piece, bytes - off);
+        ops.push_back(t.irecv(partner, scratch + off, len, kTagRecursiveDoubling));
+        ops.push_back(
+            t.isend(partner, static_cast<uint8_t*>(data) + off, len, kTagRecursiveDoubling));
+      }
       Status s = wait_all(ops, ctx.deadline());
       if (!s.ok()) return s;
       reduce_into(dtype, op, data, scratch, count);

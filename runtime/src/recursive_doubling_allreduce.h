@@ -3,9 +3,14 @@
 // ring's 2(n-1) steps cost more in message latency than in bandwidth.
 #pragma once
 
+#include "allreduce_choice.h"
 #include "collective_context.h"
 
 namespace ringscope {
+
+// The message size of one exchange of `bytes`: `bytes`, or equal pieces of at
+// most kEagerPieceBytes (allreduce_choice.h) for buffers up to 4 of them.
+size_t exchange_piece_bytes(size_t bytes);
 
 // Same contract as ring_allreduce. Every rank ends with bitwise identical
 // results (each combine is commutative and the pairing is symmetric).

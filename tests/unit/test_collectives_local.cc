@@ -119,6 +119,18 @@ TEST_CASE("recursive doubling matches the reference and is identical on every ra
                             {0, 1, 3, 97, 4099});
 }
 
+TEST_CASE("recursive doubling sends buffers of a few KiB as eager-sized pieces", "[doubling]") {
+  CHECK(exchange_piece_bytes(100) == 100);
+  CHECK(exchange_piece_bytes(kEagerPieceBytes) == kEagerPieceBytes);
+  CHECK(exchange_piece_bytes(4096) == 2048);
+  CHECK(exchange_piece_bytes(8192) == 2731);  // 3 pieces, the last one shorter
+  CHECK(exchange_piece_bytes(4 * kEagerPieceBytes) == kEagerPieceBytes);
+  CHECK(exchange_piece_bytes(4 * kEagerPieceBytes + 1) == 4 * kEagerPieceBytes + 1);  // whole
+  CHECK(use_recursive_doubling(4096, 2));
+  CHECK_FALSE(use_recursive_doubling(16384, 2));
+  CHECK(use_recursive_doubling(65536, 3));
+}
+
 TEST_CASE("recursive doubling step counts match what check expects", "[doubling]") {
   for (int n : {2, 3, 4, 5, 6, 7}) {
     const std::vector<CaptureRecorder> recs = record_allreduce(n, 64, recursive_doubling_allreduce);
