@@ -266,13 +266,14 @@ Status Runtime::run_cycle(bool* stop) {
   const double timeout = shutdown_requested_.load()
                              ? std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)
                              : options_.op_timeout_seconds;
-  // A rank with work to run polls the agreement hot, as it would a transfer:
-  // napping here would add its wake-up latency to every step. An idle rank
-  // (woken by a peer's doorbell or its cycle timer) naps, leaving the cores
-  // to training, and so does every rank when there are more ranks on this
-  // node than cores: a spinning rank would take the core from the one it
-  // waits for.
-  const WaitMode mode = pending_.empty() || oversubscribed_ ? WaitMode::kControl : WaitMode::kData;
+  // A rank with work to run polls the agreement longer before napping: a
+  // nap there adds its wake-up latency to every step. An idle rank (woken by
+  // a peer's doorbell or its cycle timer) naps sooner, leaving the cores to
+  // training, and so does every rank when there are more ranks on this node
+  // than cores: a spinning rank would take the core from the one it waits
+  // for.
+  const WaitMode mode =
+      pending_.empty() || oversubscribed_ ? WaitMode::kControl : WaitMode::kAgreement;
   Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout), mode);
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();

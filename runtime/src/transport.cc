@@ -39,8 +39,8 @@ namespace {
 class Backoff {
  public:
   explicit Backoff(WaitMode mode)
-      : spin_(mode == WaitMode::kData ? std::chrono::microseconds(50)
-                                      : std::chrono::microseconds(20)),
+      : spin_(mode == WaitMode::kControl ? std::chrono::microseconds(20)
+                                         : std::chrono::microseconds(50)),
         yield_(mode == WaitMode::kData ? std::chrono::microseconds(5000) : spin_) {}
   void pause() {
     if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls

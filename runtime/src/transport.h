@@ -55,7 +55,10 @@ enum Tag : int {
 // busy-poll, then yield, and nap only after 5 ms. kControl: negotiation,
 // where a rank may wait for peers that are between cycles - busy-poll for
 // 20 us, then nap, so idle ranks do not eat the cores training runs on.
-enum class WaitMode { kData, kControl };
+// kAgreement: negotiation by a rank that has work to run - busy-poll for
+// 50 us (a peer about to arrive costs no nap), then nap like kControl (a
+// peer still computing needs the cores more than this rank needs to know).
+enum class WaitMode { kData, kControl, kAgreement };
 
 // One posted send or receive.
 class PendingOp {
