@@ -424,9 +424,13 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
 
 int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   std::vector<TensorEntry*> entries;
+  std::vector<decltype(pending_)::iterator> where;  // erased by position below
+  entries.reserve(responses.size());
+  where.reserve(responses.size());
   for (const Response& r : responses) {
     auto it = pending_.find(r.tensor.name);
     entries.push_back(it == pending_.end() ? nullptr : &it->second);
+    where.push_back(it);
   }
   // A response for a tensor this rank never submitted is a protocol bug;
   // drop it loudly rather than crash (other ranks will time out on it).
@@ -435,6 +439,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
       log(1, "internal error: response for unknown tensor '" + responses[i].tensor.name + "'");
       responses.erase(responses.begin() + i);
       entries.erase(entries.begin() + i);
+      where.erase(where.begin() + i);
       --i;
     }
   Recorder* rec = recorder_.load();
@@ -459,18 +464,25 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
 
   const int64_t cb_start = rec ? rec->now_ns() : 0;
+  // Every completed name may be submitted again from here on (a callback
+  // may resubmit its own): released under one lock, before the callbacks.
+  std::vector<const std::string*> completed;
+  completed.reserve(responses.size());
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (!deferred[i]) completed.push_back(&responses[i].tensor.name);
+  queue_.finish(completed);
   int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
   for (size_t i = 0; i < responses.size(); ++i) {
     if (deferred[i]) {  // moved to the GPU path, which completes it
-      pending_.erase(responses[i].tensor.name);
+      pending_.erase(where[i]);
       continue;
     }
     if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
         responses[i].tensor.op == OpType::kAllreduce)
       allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
-    finish_entry(*entries[i], results[i]);
-    pending_.erase(responses[i].tensor.name);
+    if (entries[i]->done) entries[i]->done(results[i]);
+    pending_.erase(where[i]);
   }
   if (rec) {
     TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);

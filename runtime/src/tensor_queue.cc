@@ -35,6 +35,11 @@ void TensorQueue::finish(const std::string& name) {
   in_flight_.erase(name);
 }
 
+void TensorQueue::finish(const std::vector<const std::string*>& names) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string* name : names) in_flight_.erase(*name);
+}
+
 TensorQueue::WaitResult TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
                                           SteadyClock::duration quiet) {
   std::unique_lock<std::mutex> lock(mu_);

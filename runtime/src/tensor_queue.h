@@ -40,6 +40,8 @@ class TensorQueue {
   void drain(std::vector<TensorEntry>* out);
   // The name's op completed: the name may be submitted again.
   void finish(const std::string& name);
+  // The same for a cycle's completed names, under one lock.
+  void finish(const std::vector<const std::string*>& names);
   // Sleeps until `until`, or until wake() / close(), or - when
   // `wake_on_work` - until new work has arrived and no further submission
   // came for `quiet` (so a burst of submissions is taken as one batch).
