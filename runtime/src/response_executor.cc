@@ -149,6 +149,7 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   const int32_t seq = f.seq, name_id = f.name_id;
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
+  if (n == 1) return run_single_rank_allreduce(g, f, responses, entries, p);
   if (p.shared_memory && p.algorithm == CpuAllreduce::kRing && use_shared_memory(g.bytes, n)) {
     bool ready = false;
     Status s = prepare_shared_regions(g.bytes, p, &ready);
@@ -225,6 +226,34 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     scale_in_place(t.dtype, buffer, g.bytes / es, post);
     record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
   }
+  return Status::OK();
+}
+
+Status ResponseExecutor::run_single_rank_allreduce(const FusionGroup& g, const GroupFacts& f,
+                                                   const std::vector<Response>& responses,
+                                                   const std::vector<TensorEntry*>& entries,
+                                                   const ExecutionParams& p) {
+  // One rank: the result is the input, scaled. No fusion buffer: fused or
+  // not, each tensor is copied (or scaled) in place once, and only if needed.
+  const Request& t = f.tensor;
+  auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
+  const int64_t start = now();
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    TensorEntry& e = *entries[g.members[i]];
+    const size_t count = responses[g.members[i]].bytes() / f.elem_size;
+    if (e.input != e.output || t.prescale != 1.0)
+      copy_scaled(t.dtype, e.output, e.input, count, t.prescale);
+    scale_in_place(t.dtype, e.output, count, f.post);
+    if (g.fused())
+      record(p, EventKind::kFusionMember, now(), static_cast<int32_t>(g.members[i]), e.name_id,
+             static_cast<int64_t>(count * f.elem_size), static_cast<int64_t>(g.offsets[i]), 0,
+             static_cast<int32_t>(i));
+  }
+  record(p, EventKind::kAllreduce, start, f.seq, f.name_id, static_cast<int64_t>(g.bytes),
+         kAlgorithmRing, static_cast<int32_t>(g.members.size()));
+  if (g.fused())
+    record(p, EventKind::kFusion, start, f.seq, f.name_id, static_cast<int64_t>(g.bytes), 0,
+           static_cast<int32_t>(g.members.size()));
   return Status::OK();
 }
 

@@ -79,6 +79,10 @@ class ResponseExecutor {
   };
   GroupFacts facts(const FusionGroup& g, const std::vector<Response>& responses,
                    const std::vector<TensorEntry*>& entries) const;
+  Status run_single_rank_allreduce(const FusionGroup& g, const GroupFacts& f,
+                                   const std::vector<Response>& responses,
+                                   const std::vector<TensorEntry*>& entries,
+                                   const ExecutionParams& p);
   Status run_shared_memory_allreduce(const FusionGroup& g, const GroupFacts& f,
                                      const std::vector<Response>& responses,
                                      const std::vector<TensorEntry*>& entries,
