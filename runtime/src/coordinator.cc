@@ -41,12 +41,10 @@ std::string describe_mismatch(const std::string& name, const char* field,
   return msg;
 }
 
-}  // namespace
-
-Response Coordinator::validate(const std::string& name,
-                               const std::vector<std::optional<Request>>& reqs) const {
-  Response resp;
-  resp.tensor = *reqs[0];
+// Builds the per-field descriptions; on the first field that differs, makes
+// *resp an error naming it and the ranks on each side and returns false.
+bool describe_disagreement(const std::string& name, const std::vector<std::optional<Request>>& reqs,
+                           Response* resp) {
   const OpType op = reqs[0]->op;
   std::vector<std::pair<const char*, std::function<std::string(const Request&)>>> checks = {
       {"operation", [](const Request& r) { return std::string(op_type_name(r.op)); }},
@@ -78,11 +76,47 @@ Response Coordinator::validate(const std::string& name,
   for (auto& [field, value] : checks) {
     std::string msg = describe_mismatch(name, field, reqs, value);
     if (!msg.empty()) {
-      resp.kind = Response::Kind::kError;
-      resp.error = msg;
-      return resp;
+      resp->kind = Response::Kind::kError;
+      resp->error = msg;
+      return false;
     }
   }
+  return true;
+}
+
+// The common case, checked without building any text: every rank sent the
+// same values for every field validate() compares. Only when this fails are
+// the per-field descriptions built (which also settle values that differ but
+// print alike, like two NaN scale factors).
+bool all_agree(const std::vector<std::optional<Request>>& reqs) {
+  const Request& a = *reqs[0];
+  for (const auto& r : reqs) {
+    const Request& b = *r;
+    if (b.op != a.op || b.dtype != a.dtype || b.on_device() != a.on_device()) return false;
+    if (a.op == OpType::kAllreduce &&
+        (b.reduce != a.reduce || b.prescale != a.prescale || b.postscale != a.postscale))
+      return false;
+    if (a.op == OpType::kBroadcast && b.root != a.root) return false;
+    if (a.op == OpType::kAllgather) {
+      if (b.shape.size() != a.shape.size() ||
+          (!a.shape.empty() &&
+           !std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1)))
+        return false;
+    } else if (b.shape != a.shape) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Response Coordinator::validate(const std::string& name,
+                               const std::vector<std::optional<Request>>& reqs) const {
+  Response resp;
+  resp.tensor = *reqs[0];
+  const OpType op = reqs[0]->op;
+  if (!all_agree(reqs) && !describe_disagreement(name, reqs, &resp)) return resp;
   if (op == OpType::kAllgather && resp.tensor.shape.empty()) {
     resp.kind = Response::Kind::kError;
     resp.error = "allgather of tensor '" + name + "' needs at least one dimension";
