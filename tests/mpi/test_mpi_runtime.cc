@@ -111,6 +111,23 @@ TEST_CASE("public API: a 64 MiB allreduce, allgather and broadcast", "[mpi]") {
   for (size_t i : {size_t{0}, size_t{12345}, count / 2, count - 1})
     REQUIRE(get_element(DataType::kFloat32, buf.data(), i) ==
             expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, i, 1, 1, 3));
+  // On shared memory: a small allreduce (one half of the regions, no final
+  // wait), then the big one again (the whole region: waits for the small
+  // one's readers first).
+  std::vector<uint8_t> small = make_input(DataType::kFloat32, r, 8192, 4);
+  REQUIRE(ringscope::allreduce("small", DataType::kFloat32, {8192}, small.data(), small.data(),
+                               ReduceOp::kSum)
+              .ok());
+  buf = make_input(DataType::kFloat32, r, count, 5);
+  REQUIRE(ringscope::allreduce("big", DataType::kFloat32, {static_cast<int64_t>(count)}, buf.data(),
+                               buf.data(), ReduceOp::kSum)
+              .ok());
+  for (size_t i : {size_t{1}, count / 3, count - 2}) {
+    REQUIRE(get_element(DataType::kFloat32, small.data(), i % 8192) ==
+            expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, i % 8192, 1, 1, 4));
+    REQUIRE(get_element(DataType::kFloat32, buf.data(), i) ==
+            expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, i, 1, 1, 5));
+  }
 
   std::vector<int64_t> mine(static_cast<size_t>(r) * 3);  // rank 0 contributes nothing
   for (size_t i = 0; i < mine.size(); ++i) mine[i] = r * 1000 + static_cast<int64_t>(i);
