@@ -1,0 +1,105 @@
+// Runtime: running one cycle's agreed responses on this rank (through the
+// ResponseExecutor), then completing their ops - callbacks, the in-flight
+// names released, the response cache updated in response order - and
+// failing everything outstanding when a collective broke.
+#include "runtime.h"
+
+namespace ringscope {
+
+int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
+  std::vector<TensorEntry*> entries;
+  std::vector<decltype(pending_)::iterator> where;  // erased by position below
+  entries.reserve(responses.size());
+  where.reserve(responses.size());
+  for (const Response& r : responses) {
+    auto it = pending_.find(r.tensor.name);
+    entries.push_back(it == pending_.end() ? nullptr : &it->second);
+    where.push_back(it);
+  }
+  // A response for a tensor this rank never submitted is a protocol bug;
+  // drop it loudly rather than crash (other ranks will time out on it).
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (!entries[i]) {
+      log(1, "internal error: response for unknown tensor '" + responses[i].tensor.name + "'");
+      responses.erase(responses.begin() + i);
+      entries.erase(entries.begin() + i);
+      where.erase(where.begin() + i);
+      --i;
+    }
+  Recorder* rec = recorder_.load();
+  if (rec)
+    for (size_t i = 0; i < responses.size(); ++i) {
+      TraceEvent ev = make_event(EventKind::kNegotiate, entries[i]->enqueue_ns, decided_ns, cycle_,
+                                 static_cast<int32_t>(i), entries[i]->name_id);
+      ev.bytes = static_cast<int64_t>(responses[i].bytes());
+      ev.aux = responses[i].from_cache ? kPathFast : kPathSlow;
+      rec->record(ev);
+    }
+  ExecutionParams p;
+  p.cycle = cycle_;
+  p.fusion_threshold_bytes = settings().fusion_threshold_bytes;
+  p.algorithm = options_.cpu_allreduce;
+  p.timeout_seconds = options_.op_timeout_seconds;
+  p.recorder = rec;
+  p.shared_memory = options_.shared_memory;
+  p.decided_ns = decided_ns;
+  std::vector<Status> results;
+  std::vector<char> deferred;
+  Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
+
+  const int64_t cb_start = rec ? rec->now_ns() : 0;
+  // Every completed name may be submitted again from here on (a callback
+  // may resubmit its own): released under one lock, before the callbacks.
+  std::vector<const std::string*> completed;
+  completed.reserve(responses.size());
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (!deferred[i]) completed.push_back(&responses[i].tensor.name);
+  queue_.finish(completed);
+  int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
+  for (size_t i = 0; i < responses.size(); ++i) {
+    if (deferred[i]) {  // moved to the GPU path, which completes it
+      pending_.erase(where[i]);
+      continue;
+    }
+    if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
+        responses[i].tensor.op == OpType::kAllreduce)
+      allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
+    if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
+    if (entries[i]->done) entries[i]->done(results[i]);
+    pending_.erase(where[i]);
+  }
+  if (rec) {
+    TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
+    ev.value = static_cast<int64_t>(responses.size());
+    rec->record(ev);
+  }
+  // The cache changes in response order on every rank, so it stays
+  // identical. After the callbacks: the framework waits on those, and a
+  // name resubmitted from one is only looked up in the next cycle.
+  for (const Response& r : responses) {
+    if (r.kind == Response::Kind::kError) {
+      uint32_t slot;
+      if (cache_.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache_.erase_slot(slot);
+    } else if (settings().cache_enabled) {
+      cache_.put(r);
+    }
+  }
+  if (!fatal.ok()) fail_all(fatal);
+  return allreduced_bytes;
+}
+
+void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
+  queue_.finish(entry.req.name);  // before the callback: it may resubmit
+  if (entry.done) entry.done(status);
+}
+
+void Runtime::fail_all(const Status& status) {
+  std::vector<TensorEntry> never_drained = queue_.close(status);
+  for (TensorEntry& e : never_drained)
+    if (e.done) e.done(status);
+  for (auto& [name, e] : pending_)
+    if (e.done) e.done(status);
+  pending_.clear();
+}
+
+}  // namespace ringscope
