@@ -29,8 +29,6 @@ struct CollectiveContext {
   double timeout_seconds = 300.0;   // per wait: no progress for this long fails
   HostBuffer* scratch = nullptr;    // grow-only scratch (ring receive space)
   SharedRegions* shared = nullptr;  // node-shared memory (shared-memory allreduce)
-  size_t shared_offset = 0;         // where this collective's part of each region starts
-  uint8_t* region(int rank) const { return shared->region(rank) + shared_offset; }
   // Segment bounds, measured with bench/allreduce_bench --segment-min/-max:
   // smaller segments overlap more but pay a rendezvous per message.
   size_t min_segment_bytes = 512 << 10;

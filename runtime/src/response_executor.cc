@@ -261,18 +261,14 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
                                                 bool* ready) {
   *ready = false;
   if (shared_unavailable_) return Status::OK();
-  // Room for two groups of this size, so consecutive collectives alternate
-  // between the two halves (shared_memory_allreduce.h, step 6), up to the
-  // size limit.
-  const size_t wanted = std::min(2 * bytes, kSharedMemoryMaxBytes);
-  if (shared_ && shared_->bytes_per_rank() >= wanted) {
+  if (shared_ && shared_->bytes_per_rank() >= bytes) {
     *ready = true;
     return Status::OK();
   }
   // Every rank makes this decision in the same collective (same responses,
   // same settings), so the collective free and allocation line up.
   size_t grown = size_t{1} << 20;
-  while (grown < wanted) grown *= 2;
+  while (grown < bytes) grown *= 2;
   if (Status s = free_shared_regions(p.timeout_seconds); !s.ok()) return s;
   Status s = transport_->allocate_shared_regions(std::min(grown, kSharedMemoryMaxBytes),
                                                  Deadline::after(p.timeout_seconds), &shared_);
@@ -281,7 +277,6 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
     return Status::OK();
   }
   if (!s.ok()) return s;
-  use_upper_half_ = last_unreleased_ = false;
   *ready = true;
   return Status::OK();
 }
@@ -314,20 +309,7 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const
     const size_t bytes = responses[g.members[i]].bytes();
     pieces[i] = {g.offsets[i] / es, bytes / es, e.input, e.output};
   }
-  // A group that fits in half the region alternates halves with the
-  // collective before it and skips the final wait. A larger one uses the
-  // whole region: it first waits until every rank is done with the last
-  // collective that skipped that wait, and waits at its own end.
-  CollectiveContext ctx = context(p, seq, name_id);
-  const size_t half = shared_->bytes_per_rank() / 2;
-  const bool alternate = g.bytes <= half;
-  if (!alternate && last_unreleased_) {
-    Status s = shared_memory_release(ctx);
-    if (!s.ok()) return s;
-  }
-  ctx.shared_offset = alternate && use_upper_half_ ? half : 0;
-  use_upper_half_ = alternate && !use_upper_half_;
-  last_unreleased_ = alternate;
+  const CollectiveContext ctx = context(p, seq, name_id);
   const size_t count = g.bytes / es;
   shared_memory_copy_in(ctx, pieces, count, t.dtype, t.prescale);
   if (g.fused())
@@ -346,11 +328,8 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const
 
   // Copy the other slices out of their owners' regions.
   const int64_t out_start = now();
-  shared_memory_copy_out(ctx, pieces, count, t.dtype);
-  if (!alternate) {
-    s = shared_memory_release(ctx);
-    if (!s.ok()) return s;
-  }
+  s = shared_memory_copy_out(ctx, pieces, count, t.dtype);
+  if (!s.ok()) return s;
   record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
   if (g.fused())
     record(p, EventKind::kFusion, group_start, seq, name_id, static_cast<int64_t>(g.bytes), 0,

@@ -101,8 +101,6 @@ class ResponseExecutor {
   HostBuffer gather_fallback_;
   std::unique_ptr<SharedRegions> shared_;
   bool shared_unavailable_ = false;  // the transport has none: never ask again
-  bool use_upper_half_ = false;      // the next collective's half of the regions
-  bool last_unreleased_ = false;     // the last one skipped its final wait
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;
   Status device_failed_;  // the GPU path could not start: every device op fails with it

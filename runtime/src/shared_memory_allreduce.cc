@@ -34,7 +34,7 @@ Status check_regions(const CollectiveContext& ctx, size_t bytes) {
   const int r = ctx.transport->rank();
   if (!ctx.shared)
     return Status(StatusCode::kInternal, "shared-memory allreduce without shared regions", r);
-  if (ctx.shared_offset + bytes > ctx.shared->bytes_per_rank())
+  if (bytes > ctx.shared->bytes_per_rank())
     return Status(StatusCode::kInternal, "shared-memory allreduce larger than its regions", r);
   return Status::OK();
 }
@@ -47,7 +47,7 @@ void shared_memory_copy_in(const CollectiveContext& ctx, const std::vector<Buffe
   const size_t es = dtype_size(dtype);
   const ChunkLayout slices{count, n};
   const size_t lo = slices.chunk_offset(r), hi = lo + slices.chunk_count(r);
-  uint8_t* region = ctx.region(r);
+  uint8_t* region = ctx.shared->region(r);
   auto copy = [&](const BufferPiece& p, size_t first, size_t len) {
     copy_scaled(dtype, at(region, first, es), at(p.input, first - p.first, es), len, prescale);
   };
@@ -71,20 +71,20 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   int64_t start = ctx.now();
   Status s = ctx.shared->barrier(ctx.deadline());
   if (!s.ok()) return s;
-  uint8_t* region = ctx.region(r);
+  uint8_t* region = ctx.shared->region(r);
   const int first_peer = r == 0 ? 1 : 0;
   const size_t block = std::max<size_t>(1, kBlockBytes / es);
   for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
     for (size_t done = 0; done < len; done += block) {
       const size_t i = first + done, m = std::min(block, len - done);
       uint8_t* dst = at(region, i, es);
-      const uint8_t* peer = at(ctx.region(first_peer), i, es);
+      const uint8_t* peer = at(ctx.shared->region(first_peer), i, es);
       if (prescale != 1.0)  // the scaled contribution is in the region already
         reduce_into(dtype, op, dst, peer, m);
       else
         combine(dtype, op, dst, at(p.input, i - p.first, es), peer, m);
       for (int q = first_peer + 1; q < n; ++q)
-        if (q != r) reduce_into(dtype, op, dst, at(ctx.region(q), i, es), m);
+        if (q != r) reduce_into(dtype, op, dst, at(ctx.shared->region(q), i, es), m);
       scale_in_place(dtype, dst, m, postscale);
       std::memcpy(at(p.output, i - p.first, es), dst, m * es);
     }
@@ -100,22 +100,19 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   return Status::OK();
 }
 
-void shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
-                            size_t count, DataType dtype) {
+Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                              size_t count, DataType dtype) {
   const int n = ctx.transport->size(), r = ctx.transport->rank();
   const size_t es = dtype_size(dtype);
   const ChunkLayout slices{count, n};
   for (int owner = 0; owner < n; ++owner) {
     if (owner == r) continue;  // written by shared_memory_reduce
-    const uint8_t* region = ctx.region(owner);
+    const uint8_t* region = ctx.shared->region(owner);
     const size_t lo = slices.chunk_offset(owner), hi = lo + slices.chunk_count(owner);
     for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
       std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
     });
   }
-}
-
-Status shared_memory_release(const CollectiveContext& ctx) {
   return ctx.shared->barrier(ctx.deadline());
 }
 
@@ -127,8 +124,7 @@ Status shared_memory_allreduce(const CollectiveContext& ctx, void* data, size_t 
   shared_memory_copy_in(ctx, whole, count, dtype, 1.0);
   Status s = shared_memory_reduce(ctx, whole, count, dtype, op, 1.0, 1.0);
   if (!s.ok()) return s;
-  shared_memory_copy_out(ctx, whole, count, dtype);
-  return shared_memory_release(ctx);
+  return shared_memory_copy_out(ctx, whole, count, dtype);
 }
 
 }  // namespace ringscope

@@ -15,11 +15,6 @@
 //   5. copy out: every rank copies the other slices out of their owners'
 //      regions into its outputs;
 //   6. barrier: no rank writes its region again before all have copied.
-//      A caller that alternates between two parts of the regions for
-//      consecutive collectives (CollectiveContext::shared_offset) can skip
-//      it: a rank starts writing a part again only after passing step 4 of
-//      the collective in between, which every rank reaches only after
-//      step 5 of the one before.
 // Per rank that is one pass over (n-1)/n of the data in, one over 1/n
 // combined and one over (n-1)/n out. Steps 2-3 are recorded as
 // RING_REDUCE_SCATTER step 0 and step 4 as RING_ALLGATHER step 0, with no
@@ -52,12 +47,9 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
                             size_t count, DataType dtype, ReduceOp op, double prescale,
                             double postscale);
 
-// Step 5.
-void shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
-                            size_t count, DataType dtype);
-
-// Step 6.
-Status shared_memory_release(const CollectiveContext& ctx);
+// Steps 5-6.
+Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
+                              size_t count, DataType dtype);
 
 // Steps 1-6 for one buffer, in place (the same contract as ring_allreduce:
 // kAverage combines as a sum).
