@@ -41,7 +41,9 @@ class Backoff {
   explicit Backoff(WaitMode mode)
       : spin_(mode == WaitMode::kControl ? std::chrono::microseconds(20)
                                          : std::chrono::microseconds(50)),
-        yield_(mode == WaitMode::kData ? std::chrono::microseconds(5000) : spin_) {}
+        yield_(mode == WaitMode::kData        ? std::chrono::microseconds(5000)
+               : mode == WaitMode::kAgreement ? std::chrono::microseconds(1000)
+                                              : spin_) {}
   void pause() {
     if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
     const auto waited = SteadyClock::now() - start_;

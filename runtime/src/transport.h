@@ -56,8 +56,9 @@ enum Tag : int {
 // where a rank may wait for peers that are between cycles - busy-poll for
 // 20 us, then nap, so idle ranks do not eat the cores training runs on.
 // kAgreement: negotiation by a rank that has work to run - busy-poll for
-// 50 us (a peer about to arrive costs no nap), then nap like kControl (a
-// peer still computing needs the cores more than this rank needs to know).
+// 50 us, then yield up to 1 ms (a peer that arrives soon finds this rank
+// awake: its progress needs both), then nap like kControl (a peer that is
+// still computing needs the cores more than this rank needs to know).
 enum class WaitMode { kData, kControl, kAgreement };
 
 // One posted send or receive.
