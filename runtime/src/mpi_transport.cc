@@ -90,8 +90,9 @@ MPI_Op mpi_op(ReduceOp op) {
 // whole life; barrier() is MPI_Win_sync around a polled MPI_Ibarrier.
 class MpiSharedRegions : public SharedRegions {
  public:
-  MpiSharedRegions(MPI_Comm comm, int rank, int size, MPI_Win win, size_t bytes)
-      : comm_(comm), rank_(rank), win_(win), bytes_(bytes), regions_(size, nullptr) {
+  // `transport` (whose communicator the window spans) outlives the window.
+  MpiSharedRegions(MpiTransport* transport, MPI_Comm comm, int size, MPI_Win win, size_t bytes)
+      : transport_(transport), comm_(comm), win_(win), bytes_(bytes), regions_(size, nullptr) {
     for (int p = 0; p < size; ++p) {
       MPI_Aint len = 0;
       int disp = 0;
@@ -116,23 +117,16 @@ class MpiSharedRegions : public SharedRegions {
     MPI_Win_sync(win_);
     MPI_Request req;
     MPI_Ibarrier(comm_, &req);
-    MpiOp op;
-    op.self = rank_;
-    op.req = req;
-    Status s = wait_op(op, deadline, WaitMode::kData);
-    if (s.code() == StatusCode::kTimeout)
-      return Status(StatusCode::kTimeout,
-                    "the shared-memory allreduce waited " + format_seconds(deadline.seconds) +
-                        " for the other ranks of this node; a rank may have died or stopped "
-                        "running its background loop",
-                    rank_);
-    MPI_Win_sync(win_);
+    Status s = transport_->wait_request(
+        &req, deadline, "the shared-memory allreduce's wait for every rank of this node",
+        WaitMode::kData);
+    if (s.ok()) MPI_Win_sync(win_);
     return s;
   }
 
  private:
+  MpiTransport* transport_;
   MPI_Comm comm_;
-  int rank_;
   MPI_Win win_;
   size_t bytes_;
   std::vector<uint8_t*> regions_;
@@ -316,7 +310,7 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
                       " bytes failed on some rank",
                   topo_.rank);
   }
-  *out = std::make_unique<MpiSharedRegions>(comm_, topo_.rank, topo_.size, win, bytes_per_rank);
+  *out = std::make_unique<MpiSharedRegions>(this, comm_, topo_.size, win, bytes_per_rank);
   return Status::OK();
 }
 
