@@ -58,22 +58,27 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
     return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
   // Every rank must agree on the cache capacity: it sizes the control vector.
   // The same for shared memory: a rank without it would run the ring alone.
-  const uint64_t cap = static_cast<uint64_t>(options.cache_capacity);
-  const uint64_t shm = options.shared_memory ? 1 : 0;
-  std::vector<uint64_t> words = {cap, ~cap, shm, ~shm};
+  // Each value and its complement are AND-reduced: both survive only if
+  // every rank has the same value.
+  const std::pair<const char*, uint64_t> agreed[] = {
+      {"RINGSCOPE_CACHE_CAPACITY", static_cast<uint64_t>(options.cache_capacity)},
+      {"RINGSCOPE_SHARED_MEMORY", options.shared_memory ? 1u : 0u}};
+  std::vector<uint64_t> words;
+  for (const auto& [variable, value] : agreed) {
+    words.push_back(value);
+    words.push_back(~value);
+  }
   Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds),
                                       WaitMode::kControl);
   if (!s.ok()) return s;
-  if (words[0] != cap || words[1] != ~cap)
-    return Status(StatusCode::kInvalidArgument,
-                  "RINGSCOPE_CACHE_CAPACITY differs across ranks (this rank has " +
-                      std::to_string(cap) + "); set the same value on every rank",
-                  topology.rank);
-  if (words[2] != shm || words[3] != ~shm)
-    return Status(StatusCode::kInvalidArgument,
-                  std::string("RINGSCOPE_SHARED_MEMORY differs across ranks (this rank has ") +
-                      (shm ? "1" : "0") + "); set the same value on every rank",
-                  topology.rank);
+  for (size_t i = 0; i < std::size(agreed); ++i) {
+    const auto& [variable, value] = agreed[i];
+    if (words[2 * i] != value || words[2 * i + 1] != ~value)
+      return Status(StatusCode::kInvalidArgument,
+                    std::string(variable) + " differs across ranks (this rank has " +
+                        std::to_string(value) + "); set the same value on every rank",
+                    topology.rank);
+  }
   std::unique_ptr<Runtime> rt(new Runtime(std::move(transport), topology, options));
   rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
   *out = std::move(rt);
