@@ -181,7 +181,9 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   // The runtime's loop constants (cycle_timing.h); a doorbell is noticed
   // after half the poll period on average.
   const int64_t burst_quiet_ns = to_ns(kBurstQuiet);
-  const int64_t doorbell_latency_ns = to_ns(kDoorbellPoll) / 2;
+  auto doorbell_latency_ns = [](bool idle, int64_t since_agreed_ns) {
+    return to_ns(doorbell_poll(idle, std::chrono::nanoseconds(since_agreed_ns))) / 2;
+  };
   const int64_t idle_period_ns = to_ns(kIdlePeriod);
 
   // A cache switched on for a run recorded without one gets the runtime's default capacity.
@@ -224,7 +226,8 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     int64_t t_cycle = t_end;
     for (int i = 0; i < n; ++i) {
       int64_t s = std::min(deadline[i], wake[i]);
-      if (ringer >= 0 && i != ringer) s = std::min(s, bell + doorbell_latency_ns);
+      if (ringer >= 0 && i != ringer)
+        s = std::min(s, bell + doorbell_latency_ns(ranks[i].pending.empty(), bell - last_agreed));
       ranks[i].start = std::max(t_end, s);
       t_cycle = std::max(t_cycle, ranks[i].start);
     }

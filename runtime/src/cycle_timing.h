@@ -15,5 +15,20 @@ inline constexpr std::chrono::steady_clock::duration kIdlePeriod = std::chrono::
 inline constexpr std::chrono::steady_clock::duration kBurstQuiet = std::chrono::microseconds(15);
 // How often a rank sleeping out its cycle time checks for a doorbell.
 inline constexpr std::chrono::steady_clock::duration kDoorbellPoll = std::chrono::microseconds(200);
+// A rank whose tensors are still waiting for a peer checks more often just
+// after an agreement: the peer is usually finishing the same burst (a step
+// split over two cycles because one rank's submissions paused), and its
+// doorbell is then due within a few tens of microseconds.
+inline constexpr std::chrono::steady_clock::duration kDoorbellPollPending =
+    std::chrono::microseconds(20);
+inline constexpr std::chrono::steady_clock::duration kPendingPollWindow =
+    std::chrono::microseconds(500);
+
+// The doorbell check period of a rank that is idle (nothing pending) or not,
+// `since_agreed` after the ranks last agreed.
+inline std::chrono::steady_clock::duration doorbell_poll(
+    bool idle, std::chrono::steady_clock::duration since_agreed) {
+  return !idle && since_agreed < kPendingPollWindow ? kDoorbellPollPending : kDoorbellPoll;
+}
 
 }  // namespace ringscope

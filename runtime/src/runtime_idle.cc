@@ -4,7 +4,7 @@
 // cycle at once when a peer's doorbell rings (see docs/design.md).
 #include <algorithm>
 
-#include "cycle_timing.h"  // kIdlePeriod, kBurstQuiet, kDoorbellPoll
+#include "cycle_timing.h"  // kIdlePeriod, kBurstQuiet, doorbell_poll
 #include "runtime.h"
 
 namespace ringscope {
@@ -23,7 +23,7 @@ void Runtime::wait_for_next_cycle() {
     if (doorbell_rang()) return;
     const auto now = SteadyClock::now();
     if (now >= until) return;
-    const auto nap_until = std::min(until, now + kDoorbellPoll);
+    const auto nap_until = std::min(until, now + doorbell_poll(idle, now - last_agreed_));
     auto r = queue_.wait(nap_until, /*wake_on_work=*/idle, std::min(kBurstQuiet, period));
     if (r == TensorQueue::WaitResult::kWork) {
       ring_doorbell();

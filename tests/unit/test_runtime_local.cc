@@ -7,6 +7,7 @@
 #include <random>
 
 #include "capture_recorder.h"
+#include "cycle_timing.h"
 #include "local_world.h"
 #include "tensor_values.h"
 
@@ -451,4 +452,14 @@ TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][er
     CHECK(s.code() == StatusCode::kInvalidArgument);
     CHECK(s.message().find("RINGSCOPE_CACHE_CAPACITY") != std::string::npos);
   }
+}
+
+TEST_CASE("the doorbell poll is short only for pending work just after an agreement", "[runtime]") {
+  using std::chrono::microseconds;
+  // Shared by the idle loop and the autotuner's replay (cycle_timing.h).
+  CHECK(doorbell_poll(/*idle=*/false, microseconds(0)) == kDoorbellPollPending);
+  CHECK(doorbell_poll(false, kPendingPollWindow - microseconds(1)) == kDoorbellPollPending);
+  CHECK(doorbell_poll(false, kPendingPollWindow) == kDoorbellPoll);
+  CHECK(doorbell_poll(/*idle=*/true, microseconds(0)) == kDoorbellPoll);
+  CHECK(kDoorbellPollPending < kDoorbellPoll);
 }
