@@ -69,6 +69,54 @@ void scale_typed(T* dst, const T* src, size_t n, double factor) {
   }
 }
 
+// One element of op(a, b), times factor when kScale, rounded as combine then
+// scale_in_place would round it.
+template <ReduceOp kOp, bool kScale, typename T>
+T combine_scale_one(T a, T b, double factor) {
+  if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
+    const T r = kOp == ReduceOp::kMin   ? std::min(a, b)
+                : kOp == ReduceOp::kMax ? std::max(a, b)
+                                        : static_cast<T>(a + b);
+    if constexpr (!kScale)
+      return r;
+    else if constexpr (std::is_floating_point_v<T>)
+      return r * static_cast<T>(factor);
+    else
+      return static_cast<T>(static_cast<double>(r) * factor);
+  } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
+    const float x = static_cast<float>(a), y = static_cast<float>(b);
+    const T r(kOp == ReduceOp::kMin   ? std::min(x, y)
+              : kOp == ReduceOp::kMax ? std::max(x, y)
+                                      : x + y);
+    if constexpr (!kScale) return r;
+    return T(static_cast<float>(r) * static_cast<float>(factor));
+  }
+}
+
+// a may alias dst or out element for element, so there is no __restrict on
+// them; each element is read before it is written and never read again,
+// which is what ivdep promises the vectoriser.
+template <ReduceOp kOp, bool kScale, typename T>
+void combine_to_both_loop(T* dst, T* out, const T* a, const T* b, size_t n, double factor) {
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i)
+    dst[i] = out[i] = combine_scale_one<kOp, kScale>(a[i], b[i], factor);
+}
+
+template <bool kScale, typename T>
+void combine_to_both_typed(ReduceOp op, T* dst, T* out, const T* a, const T* b, size_t n,
+                           double factor) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      return combine_to_both_loop<ReduceOp::kSum, kScale>(dst, out, a, b, n, factor);
+    case ReduceOp::kMin:
+      return combine_to_both_loop<ReduceOp::kMin, kScale>(dst, out, a, b, n, factor);
+    case ReduceOp::kMax:
+      return combine_to_both_loop<ReduceOp::kMax, kScale>(dst, out, a, b, n, factor);
+  }
+}
+
 template <typename Fn>
 void dispatch(DataType dtype, Fn&& fn) {
   switch (dtype) {
@@ -112,6 +160,21 @@ void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* 
       combine_typed(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b),
                     count);
     }
+  });
+}
+
+void combine_scaled_to_both(DataType dtype, ReduceOp op, void* dst, void* out, const void* a,
+                            const void* b, size_t count, double factor) {
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto* d = static_cast<T*>(dst);
+    auto* o = static_cast<T*>(out);
+    const auto* x = static_cast<const T*>(a);
+    const auto* y = static_cast<const T*>(b);
+    if (factor == 1.0)
+      combine_to_both_typed<false>(op, d, o, x, y, count, factor);
+    else
+      combine_to_both_typed<true>(op, d, o, x, y, count, factor);
   });
 }
 

@@ -15,6 +15,13 @@ void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t
 // dst[i] = op(a[i], b[i]) for count elements; dst may not overlap a or b.
 void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count);
 
+// dst[i] = out[i] = op(a[i], b[i]) * factor, in one pass: the last combine
+// of a result that is needed in two places (a shared region its peers read,
+// and the caller's output). a may be dst or out (in place); b must not
+// overlap dst or out. Rounds as combine followed by scale_in_place would.
+void combine_scaled_to_both(DataType dtype, ReduceOp op, void* dst, void* out, const void* a,
+                            const void* b, size_t count, double factor);
+
 // buf[i] *= factor (integers are scaled in double and truncated).
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor);
 

@@ -7,6 +7,7 @@
 
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
+#include "dtype_ops.h"
 #include "halving_doubling_allreduce.h"
 #include "local_world.h"
 #include "recursive_doubling_allreduce.h"
@@ -330,4 +331,36 @@ TEST_CASE("a silent peer turns into a timeout naming it, not a hang", "[ring][fa
     CHECK(results[r].rank() == r);
   }
   CHECK(results[0].peer() == 2);  // rank 0 waits on its left neighbour, rank 2
+}
+
+TEST_CASE("combine_scaled_to_both rounds as combine then scale, also in place", "[shared]") {
+  const size_t count = 1037;  // not a multiple of any vector width
+  for (DataType t : all_dtypes()) {
+    const size_t es = dtype_size(t);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+      for (double factor : {1.0, 0.5, 0.3}) {
+        INFO(dtype_name(t) << " op " << static_cast<int>(op) << " factor " << factor);
+        const std::vector<uint8_t> a = make_input(t, 1, count), b = make_input(t, 2, count, 7);
+        std::vector<uint8_t> expected(count * es);
+        combine(t, op, expected.data(), a.data(), b.data(), count);
+        scale_in_place(t, expected.data(), count, factor);
+        // Separate buffers.
+        std::vector<uint8_t> dst(count * es), out(count * es);
+        combine_scaled_to_both(t, op, dst.data(), out.data(), a.data(), b.data(), count, factor);
+        CHECK(dst == expected);
+        CHECK(out == expected);
+        // In place: a is the output (a caller's in-place tensor) ...
+        const std::vector<uint8_t> a_only(a.begin(), a.begin() + count * es);  // no guard byte
+        std::vector<uint8_t> io = a_only;
+        combine_scaled_to_both(t, op, dst.data(), io.data(), io.data(), b.data(), count, factor);
+        CHECK(io == expected);
+        CHECK(dst == expected);
+        // ... or the region that accumulated the other peers.
+        std::vector<uint8_t> acc = a_only;
+        combine_scaled_to_both(t, op, acc.data(), out.data(), acc.data(), b.data(), count, factor);
+        CHECK(acc == expected);
+        CHECK(out == expected);
+      }
+    }
+  }
 }
