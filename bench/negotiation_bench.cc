@@ -1,13 +1,17 @@
 // Negotiation and fusion costs through the whole runtime:
 //  - fusion: 200 tensors x 16 KiB per step with fusion on (default 128 MiB
-//    threshold) vs off (threshold 0), switched on rank 0 with
-//    propose_settings between phases, median step time;
-//  - cache: the mean negotiation time per working cycle (control allreduce
-//    plus, on the slow path, gather to and broadcast from the coordinator),
-//    with the response cache on (fast path) vs off (always the slow path),
-//    for a step of 50 tensors;
+//    threshold) vs off (threshold 0), median step time;
+//  - cache: the negotiation time per working cycle (control allreduce plus,
+//    on the slow path, gather to and broadcast from the coordinator), with
+//    the response cache on (fast path) vs off (always the slow path), for a
+//    step of 50 tensors: averaged over ranks (includes waiting for the last
+//    rank to arrive) and on the rank that arrived last in each step (which
+//    waits for no one: the mechanism's own cost), medians over steps;
 //  - latency: one 4 KiB allreduce, submit to callback, vs MPI_Allreduce.
-// Prints a table; --json FILE writes the numbers.
+// On and off run in alternating blocks of steps on one runtime, switched
+// with propose_settings (each block starts with one unmeasured step, in
+// which the switch takes effect), so a change of load on a shared machine
+// hits both sides alike. Prints a table; --json FILE writes the numbers.
 //
 //   mpirun --allow-run-as-root --oversubscribe -np 4 build/bin/negotiation_bench
 #include <condition_variable>
@@ -46,8 +50,12 @@ std::unique_ptr<Runtime> make_runtime(const Options& o, const char* phase) {
 
 // One step: submit every tensor asynchronously, wait for all callbacks (a
 // countdown with one wake-up, as a framework would, so the bench measures
-// the runtime rather than 200 thread wake-ups).
-double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::string& prefix) {
+// the runtime rather than 200 thread wake-ups). Returns the slowest rank's
+// time; *negotiate_ns gets this rank's negotiation time per working cycle
+// of the step (0 if it had none).
+double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::string& prefix,
+                double* negotiate_ns = nullptr) {
+  const Runtime::Counters before = rt.counters();
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now_s();
   CountdownLatch latch(bufs.size());
@@ -70,8 +78,50 @@ double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::s
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  return max_over_ranks(now_s() - t0);
+  const double local = now_s() - t0;
+  if (negotiate_ns) {
+    const Runtime::Counters after = rt.counters();
+    const uint64_t cycles = after.work_cycles_fast_only + after.work_cycles_slow -
+                            before.work_cycles_fast_only - before.work_cycles_slow;
+    const int64_t ns = after.negotiate_ns_fast_only + after.negotiate_ns_slow -
+                       before.negotiate_ns_fast_only - before.negotiate_ns_slow;
+    *negotiate_ns = cycles ? double(ns) / double(cycles) : 0.0;
+  }
+  return max_over_ranks(local);
 }
+
+// Steps of one side (on or off) of an A/B comparison, gathered over blocks.
+struct Side {
+  std::vector<double> step_s;        // slowest rank's step time
+  std::vector<double> mean_ns;       // negotiation per working cycle, mean over ranks
+  std::vector<double> last_rank_ns;  // ... on the rank that arrived last (the least)
+};
+
+// Alternates `blocks` blocks of `per_block` measured steps between the two
+// settings, starting with `on`.
+void run_ab(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::string& prefix,
+            const Settings& on, const Settings& off, int blocks, int per_block, Side sides[2]) {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  for (int b = 0; b < 2 * blocks; ++b) {
+    const int side = b % 2;
+    rt.propose_settings(side == 0 ? on : off);
+    run_step(rt, bufs, prefix);  // the switch happens during this warm-up step
+    for (int i = 0; i < per_block; ++i) {
+      double ns = 0;
+      sides[side].step_s.push_back(run_step(rt, bufs, prefix, &ns));
+      double sum = 0, least = 0;
+      MPI_Allreduce(&ns, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(&ns, &least, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+      if (least > 0) {  // every rank ran a working cycle this step
+        sides[side].mean_ns.push_back(sum / n);
+        sides[side].last_rank_ns.push_back(least);
+      }
+    }
+  }
+}
+
+double median_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : median(v); }
 
 }  // namespace
 
@@ -79,7 +129,7 @@ int main(int argc, char** argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::string json_path;
-  int steps = 30;
+  int steps = 60;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc)
@@ -92,19 +142,17 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
 
   // ---- Fusion on vs off ----
+  const int blocks = std::max(3, steps / 10), per_block = std::max(1, steps / blocks);
   Options o;
   o.log_level = 1;
   auto rt = make_runtime(o, "fusion");
   std::vector<std::vector<float>> small(200, std::vector<float>(4096, 1.0f));  // 16 KiB each
-  std::vector<double> fused, unfused;
-  for (int phase = 0; phase < 2; ++phase) {
-    Settings s = rt->settings();
-    s.fusion_threshold_bytes = phase == 0 ? (128ll << 20) : 0;
-    rt->propose_settings(s);
-    run_step(*rt, small, "f");  // the switch happens during this warm-up step
-    run_step(*rt, small, "f");
-    for (int i = 0; i < steps; ++i)
-      (phase == 0 ? fused : unfused).push_back(run_step(*rt, small, "f"));
+  Side fusion[2];
+  {
+    Settings on = rt->settings(), off = on;
+    on.fusion_threshold_bytes = 128ll << 20;
+    off.fusion_threshold_bytes = 0;
+    run_ab(*rt, small, "f", on, off, blocks, per_block, fusion);
   }
   rt->shutdown();
   rt.reset();
@@ -126,36 +174,25 @@ int main(int argc, char** argv) {
   }
 
   // ---- Cache on vs off: negotiation time per working cycle ----
-  // Per-rank means, averaged over ranks (includes waiting for the last rank
-  // to arrive) and the smallest over ranks (the last rank to arrive, which
-  // waits for no one: the mechanism's own cost).
-  double negotiate_us[2] = {0, 0}, negotiate_last_us[2] = {0, 0};
-  double cache_step_ms[2] = {0, 0};
-  std::vector<std::vector<float>> tiny(50, std::vector<float>(256, 1.0f));
-  for (int phase = 0; phase < 2; ++phase) {
+  Side cache[2];
+  {
+    std::vector<std::vector<float>> tiny(50, std::vector<float>(256, 1.0f));
     Options c;
     c.log_level = 1;
-    c.cache_capacity = phase == 0 ? 1024 : 0;
-    auto r = make_runtime(c, phase == 0 ? "cache-on" : "cache-off");
+    c.cache_capacity = 1024;
+    auto r = make_runtime(c, "cache");
     run_step(*r, tiny, "c");  // first step always negotiates through rank 0
-    Runtime::Counters before = r->counters();
-    std::vector<double> t;
-    for (int i = 0; i < steps; ++i) t.push_back(run_step(*r, tiny, "c"));
-    Runtime::Counters after = r->counters();
-    const double ns =
-        phase == 0
-            ? double(after.negotiate_ns_fast_only - before.negotiate_ns_fast_only) /
-                  std::max<uint64_t>(1, after.work_cycles_fast_only - before.work_cycles_fast_only)
-            : double(after.negotiate_ns_slow - before.negotiate_ns_slow) /
-                  std::max<uint64_t>(1, after.work_cycles_slow - before.work_cycles_slow);
-    double mean_ns = 0;
-    MPI_Allreduce(&ns, &mean_ns, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    negotiate_us[phase] = mean_ns / n / 1e3;
-    double min_ns = 0;
-    MPI_Allreduce(&ns, &min_ns, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    negotiate_last_us[phase] = min_ns / 1e3;
-    cache_step_ms[phase] = median(t) * 1e3;
+    Settings on = r->settings(), off = on;
+    on.cache_enabled = true;
+    off.cache_enabled = false;
+    run_ab(*r, tiny, "c", on, off, blocks, per_block, cache);
     r->shutdown();
+  }
+  double negotiate_us[2], negotiate_last_us[2], cache_step_ms[2];
+  for (int side = 0; side < 2; ++side) {
+    negotiate_us[side] = median_or_zero(cache[side].mean_ns) / 1e3;
+    negotiate_last_us[side] = median_or_zero(cache[side].last_rank_ns) / 1e3;
+    cache_step_ms[side] = median(cache[side].step_s) * 1e3;
   }
 
   // ---- Latency of one small allreduce ----
@@ -180,9 +217,11 @@ int main(int argc, char** argv) {
   }
 
   if (rank == 0) {
-    const double f = median(fused) * 1e3, u = median(unfused) * 1e3;
-    std::printf("negotiation bench, np=%d, %d steps per phase (median step of the slowest rank)\n",
-                n, steps);
+    const double f = median(fusion[0].step_s) * 1e3, u = median(fusion[1].step_s) * 1e3;
+    std::printf(
+        "negotiation bench, np=%d, %d steps per side in %d alternating blocks (median step of the "
+        "slowest rank)\n",
+        n, blocks * per_block, blocks);
     std::printf("%-44s %12s %12s %8s\n", "", "on", "off", "off/on");
     const double floor_ms = median(floor_t) * 1e3;
     std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "fusion: step of 200 x 16 KiB", f, u, u / f);
@@ -190,7 +229,7 @@ int main(int argc, char** argv) {
                 "  floor: one MPI_Allreduce of 3.2 MiB", floor_ms, "", u / floor_ms);
     std::printf("%-44s %10.1f us %10.1f us %8.2f\n", "cache: negotiation per working cycle",
                 negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0]);
-    std::printf("%-44s %10.1f us %10.1f us %8.2f\n", "  on the rank that arrives last",
+    std::printf("%-44s %10.1f us %10.1f us %8.2f\n", "  on the rank that arrived last",
                 negotiate_last_us[0], negotiate_last_us[1],
                 negotiate_last_us[1] / negotiate_last_us[0]);
     std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "cache: step of 50 x 1 KiB", cache_step_ms[0],
@@ -199,7 +238,7 @@ int main(int argc, char** argv) {
                 lat_mpi);
     char json[1024];
     std::snprintf(json, sizeof(json),
-                  "{\"benchmark\":\"negotiation\",\"np\":%d,\"steps\":%d,"
+                  "{\"benchmark\":\"negotiation\",\"np\":%d,\"steps\":%d,\"blocks\":%d,"
                   "\"fusion_on_step_ms\":%.3f,\"fusion_off_step_ms\":%.3f,\"fusion_speedup\":%.2f,"
                   "\"fusion_floor_mpi_ms\":%.3f,\"fusion_speedup_bound\":%.2f,"
                   "\"cache_on_negotiate_us\":%.2f,\"cache_off_negotiate_us\":%.2f,"
@@ -207,8 +246,9 @@ int main(int argc, char** argv) {
                   "\"cache_off_negotiate_last_rank_us\":%.2f,\"cache_speedup_last_rank\":%.2f,"
                   "\"cache_on_step_ms\":%.3f,\"cache_off_step_ms\":%.3f,"
                   "\"latency_4k_runtime_us\":%.2f,\"latency_4k_mpi_us\":%.2f}\n",
-                  n, steps, f, u, u / f, floor_ms, u / floor_ms, negotiate_us[0], negotiate_us[1],
-                  negotiate_us[1] / negotiate_us[0], negotiate_last_us[0], negotiate_last_us[1],
+                  n, blocks * per_block, blocks, f, u, u / f, floor_ms, u / floor_ms,
+                  negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0],
+                  negotiate_last_us[0], negotiate_last_us[1],
                   negotiate_last_us[1] / negotiate_last_us[0], cache_step_ms[0], cache_step_ms[1],
                   lat_rt, lat_mpi);
     std::fputs(json, stdout);
