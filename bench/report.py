@@ -35,13 +35,20 @@ for np_ in (2, 4):
     d = load(f"negotiation_np{np_}.json")
     if not d:
         continue
-    print(f"\n#### Fusion, cache and latency, np={np_} ({d['steps']} steps per phase)\n")
+    blocks = f" in {d['blocks']} alternating blocks" if "blocks" in d else " per phase"
+    print(f"\n#### Fusion, cache and latency, np={np_} ({d['steps']} steps per side{blocks})\n")
     print("| measure | on | off | off / on |")
     print("|---|---|---|---|")
     print(f"| step of 200 × 16 KiB, fusion | {d['fusion_on_step_ms']:.2f} ms | "
           f"{d['fusion_off_step_ms']:.2f} ms | **{d['fusion_speedup']:.2f}** |")
+    if "fusion_floor_mpi_ms" in d:
+        print(f"| ... floor: one bare MPI_Allreduce of the 3.2 MiB (unfused / floor) | "
+              f"{d['fusion_floor_mpi_ms']:.2f} ms | | {d['fusion_speedup_bound']:.2f} |")
     print(f"| negotiation per working cycle, response cache | {d['cache_on_negotiate_us']:.1f} µs | "
           f"{d['cache_off_negotiate_us']:.1f} µs | **{d['cache_speedup']:.2f}** |")
+    if "cache_speedup_last_rank" in d:
+        print(f"| ... on the rank that arrived last | {d['cache_on_negotiate_last_rank_us']:.1f} µs | "
+              f"{d['cache_off_negotiate_last_rank_us']:.1f} µs | **{d['cache_speedup_last_rank']:.2f}** |")
     print(f"| step of 50 × 1 KiB, response cache | {d['cache_on_step_ms']:.2f} ms | "
           f"{d['cache_off_step_ms']:.2f} ms | {d['cache_off_step_ms'] / d['cache_on_step_ms']:.2f} |")
     print(f"| one 4 KiB allreduce, submit to callback (ringscope vs MPI_Allreduce) | "

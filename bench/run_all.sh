@@ -12,7 +12,7 @@ for np in 2 4; do
   $mpi -np $np build/bin/allreduce_bench --json $out/allreduce_np$np.json
 done
 for np in 2 4; do
-  $mpi -np $np build/bin/negotiation_bench --steps 30 --json $out/negotiation_np$np.json
+  $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
 $mpi -np 2 build/bin/trace_overhead_bench --phases 8 --steps 5 --json $out/trace_overhead_np2.json
 build/bin/trace_writer_bench --events 2000000 --json $out/trace_writer.json
