@@ -56,17 +56,22 @@ void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t
   }
 }
 
+// One element times factor, rounded as every scaling kernel rounds it:
+// floats in their own type, integers in double (truncated), 16-bit floats
+// in float32.
+template <typename T>
+T scale_one(T v, double factor) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v * static_cast<T>(factor);
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<double>(v) * factor);
+  else  // Eigen::half / Eigen::bfloat16
+    return T(static_cast<float>(v) * static_cast<float>(factor));
+}
+
 template <typename T>
 void scale_typed(T* dst, const T* src, size_t n, double factor) {
-  if constexpr (std::is_floating_point_v<T>) {
-    const T f = static_cast<T>(factor);
-    for (size_t i = 0; i < n; ++i) dst[i] = src[i] * f;
-  } else if constexpr (std::is_integral_v<T>) {
-    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor);
-  } else {  // Eigen::half / Eigen::bfloat16
-    const float f = static_cast<float>(factor);
-    for (size_t i = 0; i < n; ++i) dst[i] = T(static_cast<float>(src[i]) * f);
-  }
+  for (size_t i = 0; i < n; ++i) dst[i] = scale_one(src[i], factor);
 }
 
 // One element of op(a, b), times factor when kScale, rounded as combine then
@@ -77,19 +82,13 @@ T combine_scale_one(T a, T b, double factor) {
     const T r = kOp == ReduceOp::kMin   ? std::min(a, b)
                 : kOp == ReduceOp::kMax ? std::max(a, b)
                                         : static_cast<T>(a + b);
-    if constexpr (!kScale)
-      return r;
-    else if constexpr (std::is_floating_point_v<T>)
-      return r * static_cast<T>(factor);
-    else
-      return static_cast<T>(static_cast<double>(r) * factor);
+    return kScale ? scale_one(r, factor) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);
     const T r(kOp == ReduceOp::kMin   ? std::min(x, y)
               : kOp == ReduceOp::kMax ? std::max(x, y)
                                       : x + y);
-    if constexpr (!kScale) return r;
-    return T(static_cast<float>(r) * static_cast<float>(factor));
+    return kScale ? scale_one(r, factor) : r;
   }
 }
 
