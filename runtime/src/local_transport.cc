@@ -14,6 +14,11 @@ void LocalFabric::fail_rank(int rank) {
   failed_.push_back(rank);
 }
 
+bool LocalFabric::failed(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::count(failed_.begin(), failed_.end(), rank) > 0;
+}
+
 void LocalFabric::match(Channel& ch) {
   while (!ch.messages.empty() && !ch.receives.empty()) {
     auto slot = ch.receives.front();
@@ -98,7 +103,13 @@ class LocalSharedRegions : public SharedRegions {
   LocalSharedRegions(LocalFabric* fabric, int rank,
                      std::shared_ptr<std::vector<std::vector<uint8_t>>> block, size_t bytes)
       : fabric_(fabric), rank_(rank), block_(std::move(block)), bytes_(bytes) {}
-  uint8_t* region(int rank) override { return (*block_)[rank].data(); }
+  uint8_t* region(int rank) override {
+    if (fabric_->failed(rank_)) {  // a dead rank's writes reach no peer
+      lost_.resize(bytes_);
+      return lost_.data();
+    }
+    return (*block_)[rank].data();
+  }
   size_t bytes_per_rank() const override { return bytes_; }
   Status barrier(Deadline deadline) override { return fabric_->barrier(rank_, deadline); }
 
@@ -107,6 +118,7 @@ class LocalSharedRegions : public SharedRegions {
   int rank_;
   std::shared_ptr<std::vector<std::vector<uint8_t>>> block_;
   size_t bytes_;
+  std::vector<uint8_t> lost_;
 };
 
 class LocalSend : public PendingOp {

@@ -20,8 +20,10 @@ class LocalFabric {
  public:
   explicit LocalFabric(int size) : size_(size) {}
   int size() const { return size_; }
-  // From now on every message to or from `rank` is lost.
+  // From now on every message to or from `rank` is lost, and so are its
+  // writes to shared regions (it sees a private copy, as if it were gone).
   void fail_rank(int rank);
+  bool failed(int rank);
 
   struct RecvSlot {
     void* data = nullptr;

@@ -20,8 +20,9 @@
 namespace ringscope {
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
-                 const Options& options)
+                 const Options& options, std::unique_ptr<SharedMemoryAndReduce> shared_control)
     : transport_(std::move(transport)),
+      shared_control_(std::move(shared_control)),
       topo_(topology),
       options_(options),
       settings_(options.settings),
@@ -79,7 +80,17 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
                         std::to_string(value) + "); set the same value on every rank",
                     topology.rank);
   }
-  std::unique_ptr<Runtime> rt(new Runtime(std::move(transport), topology, options));
+  // Negotiation through shared memory where every rank is on this node
+  // (RINGSCOPE_SHARED_MEMORY=0 keeps it on MPI, like the data).
+  std::unique_ptr<SharedMemoryAndReduce> shared_control;
+  if (options.shared_memory && topology.size > 1) {
+    s = SharedMemoryAndReduce::create(transport.get(),
+                                      ControlVector(options.cache_capacity).words().size(),
+                                      Deadline::after(options.op_timeout_seconds), &shared_control);
+    if (!s.ok() && s.code() != StatusCode::kUnimplemented) return s;
+  }
+  std::unique_ptr<Runtime> rt(
+      new Runtime(std::move(transport), topology, options, std::move(shared_control)));
   rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
   *out = std::move(rt);
   return Status::OK();
@@ -198,6 +209,12 @@ void Runtime::loop() {
       Status freed = executor_.free_shared_regions(
           std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds));
       if (!freed.ok()) log(1, "shared memory left to process exit: " + freed.to_string());
+      if (shared_control_ && freed.ok()) {
+        freed = shared_control_->free(
+            Deadline::after(std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)));
+        if (!freed.ok())
+          log(1, "negotiation's shared memory left to process exit: " + freed.to_string());
+      }
       break;
     }
     wait_for_next_cycle();
@@ -277,14 +294,15 @@ Status Runtime::run_cycle(bool* stop) {
   // yields) for up to 1 ms before napping: a nap there adds its wake-up
   // latency to every step, to the peers too (np=2, 50-tensor cycles on the
   // cache fast path: 11-17 us, 23-48 us napping after 50 us). With
-  // more ranks on this node than cores it yields instead of napping, as
-  // during a transfer: the rank it waits for may need this very core, and
-  // a yield hands it over at once where a nap costs a timer tick (at np=4
-  // on 2 cores the cache fast path took 35-58 us yielding, 99-122 napping).
+  // more ranks on this node than cores it yields from the first poll and
+  // naps only after 5 ms: the rank it waits for may need this very core, and a
+  // yield hands it over at once where a spin keeps it and a nap costs a
+  // timer tick (np=4 on 2 cores, cache fast path: 35-58 us yielding after a
+  // spin, 99-122 napping; see docs/design.md for the no-spin A/B).
   const WaitMode mode = pending_.empty()  ? WaitMode::kControl
-                        : oversubscribed_ ? WaitMode::kData
+                        : oversubscribed_ ? WaitMode::kYielding
                                           : WaitMode::kAgreement;
-  Status s = transport_->allreduce_and(&control.words(), Deadline::after(timeout), mode);
+  Status s = agree(&control.words(), Deadline::after(timeout), mode);
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
   flags = control.flags();
@@ -353,6 +371,11 @@ Status Runtime::run_cycle(bool* stop) {
   }
   if (flags & kFlagShutdown) *stop = true;
   return Status::OK();
+}
+
+Status Runtime::agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
+  if (shared_control_) return shared_control_->allreduce_and(words, deadline, mode);
+  return transport_->allreduce_and(words, deadline, mode);
 }
 
 Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,

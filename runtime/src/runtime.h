@@ -25,6 +25,7 @@
 #include "response_cache.h"
 #include "response_executor.h"
 #include "ringscope/trace_writer.h"
+#include "shared_memory_and_reduce.h"
 #include "tensor_queue.h"
 
 namespace ringscope {
@@ -71,7 +72,11 @@ class Runtime {
   Counters counters() const;
 
  private:
-  Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options);
+  Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options,
+          std::unique_ptr<SharedMemoryAndReduce> shared_control);
+  // The cycle's control allreduce: through shared memory where every rank
+  // is on this node, else through the transport.
+  Status agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
   // Bound on waits while shutting down (a peer that is gone must not hold
   // every rank for the full op timeout).
   static constexpr double kShutdownTimeoutSeconds = 30.0;
@@ -99,6 +104,7 @@ class Runtime {
   void log(int level, const std::string& message) const;
 
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<SharedMemoryAndReduce> shared_control_;  // null: several nodes, or off
   const Topology topo_;
   const Options options_;
   std::atomic<Recorder*> recorder_{nullptr};

@@ -29,39 +29,25 @@ Status timeout_status(int self, const PendingOp& op, const Deadline& deadline) {
                 self, op.peer);
 }
 
-namespace {
+Backoff::Backoff(WaitMode mode)
+    : spin_(mode == WaitMode::kControl    ? std::chrono::microseconds(20)
+            : mode == WaitMode::kYielding ? std::chrono::microseconds(0)
+                                          : std::chrono::microseconds(50)),
+      yield_(mode == WaitMode::kData || mode == WaitMode::kYielding
+                 ? std::chrono::microseconds(5000)
+             : mode == WaitMode::kAgreement ? std::chrono::microseconds(1000)
+                                            : spin_) {}
 
-// Backoff for polling, by elapsed time: busy-poll first (a transfer of up
-// to a few MiB completes within this window, and sleeping would add
-// scheduler latency to every ring step), then yield (oversubscribed ranks
-// share cores), then nap (long waits, e.g. a rank that is computing, cost
-// no CPU).
-class Backoff {
- public:
-  explicit Backoff(WaitMode mode)
-      : spin_(mode == WaitMode::kControl ? std::chrono::microseconds(20)
-                                         : std::chrono::microseconds(50)),
-        yield_(mode == WaitMode::kData        ? std::chrono::microseconds(5000)
-               : mode == WaitMode::kAgreement ? std::chrono::microseconds(1000)
-                                              : spin_) {}
-  void pause() {
-    if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
-    const auto waited = SteadyClock::now() - start_;
-    if (waited < spin_) return;
-    if (waited < yield_) {
-      sched_yield();
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+void Backoff::pause() {
+  if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
+  const auto waited = SteadyClock::now() - start_;
+  if (waited < spin_) return;
+  if (waited < yield_) {
+    sched_yield();
+    return;
   }
-
- private:
-  const SteadyClock::duration spin_, yield_;
-  SteadyClock::time_point start_ = SteadyClock::now();
-  uint64_t polls_ = 0;
-};
-
-}  // namespace
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
 
 Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode) {
   Backoff backoff(mode);

@@ -59,7 +59,26 @@ enum Tag : int {
 // 50 us, then yield up to 1 ms (a peer that arrives soon finds this rank
 // awake: its progress needs both), then nap like kControl (a peer that is
 // still computing needs the cores more than this rank needs to know).
-enum class WaitMode { kData, kControl, kAgreement };
+// kYielding: like kData without the busy-poll, for a rank that shares its
+// core with other ranks (more ranks on the node than cores) and waits for a
+// peer that may need this very core: it yields at once.
+enum class WaitMode { kData, kControl, kAgreement, kYielding };
+
+// Backoff for polling, by elapsed time since it was made: busy-poll first (a
+// transfer of up to a few MiB completes within this window, and sleeping
+// would add scheduler latency to every ring step), then yield
+// (oversubscribed ranks share cores), then nap (long waits, e.g. a rank that
+// is computing, cost no CPU). Call pause() after each unsuccessful poll.
+class Backoff {
+ public:
+  explicit Backoff(WaitMode mode);
+  void pause();
+
+ private:
+  const SteadyClock::duration spin_, yield_;
+  SteadyClock::time_point start_ = SteadyClock::now();
+  uint64_t polls_ = 0;
+};
 
 // One posted send or receive.
 class PendingOp {

@@ -1,0 +1,88 @@
+// Shared-memory AND-allreduce for negotiation: see shared_memory_and_reduce.h.
+#include "shared_memory_and_reduce.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "text_format.h"
+
+namespace ringscope {
+namespace {
+
+constexpr size_t kCycleLine = 64;  // the cycle number's own cache line
+
+}  // namespace
+
+size_t SharedMemoryAndReduce::region_bytes(size_t words) {
+  return kCycleLine + 2 * words * sizeof(uint64_t);
+}
+
+SharedMemoryAndReduce::SharedMemoryAndReduce(std::unique_ptr<SharedRegions> regions, size_t words,
+                                             int rank, int size)
+    : regions_(std::move(regions)), words_(words), rank_(rank), size_(size) {}
+
+SharedMemoryAndReduce::~SharedMemoryAndReduce() { (void)regions_.release(); }
+
+Status SharedMemoryAndReduce::create(Transport* transport, size_t words, Deadline deadline,
+                                     std::unique_ptr<SharedMemoryAndReduce>* out) {
+  std::unique_ptr<SharedRegions> regions;
+  Status s = transport->allocate_shared_regions(region_bytes(words), deadline, &regions);
+  if (!s.ok()) return s;
+  std::unique_ptr<SharedMemoryAndReduce> self(
+      new SharedMemoryAndReduce(std::move(regions), words, transport->rank(), transport->size()));
+  // The memory's first contents are not promised: every rank zeroes its own
+  // cycle number before any rank can look at it.
+  std::atomic_ref<uint64_t>(*self->cycle_word(self->rank_)).store(0, std::memory_order_release);
+  s = self->regions_->barrier(deadline);
+  if (!s.ok()) return s;
+  *out = std::move(self);
+  return Status::OK();
+}
+
+uint64_t* SharedMemoryAndReduce::cycle_word(int rank) {
+  return reinterpret_cast<uint64_t*>(regions_->region(rank));
+}
+
+uint64_t* SharedMemoryAndReduce::buffer(int rank, uint64_t cycle) {
+  return reinterpret_cast<uint64_t*>(regions_->region(rank) + kCycleLine) + (cycle % 2) * words_;
+}
+
+Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
+                                            WaitMode mode) {
+  if (words->size() != words_)
+    return Status(StatusCode::kInternal,
+                  "shared-memory negotiation of " + std::to_string(words->size()) +
+                      " words, made for " + std::to_string(words_),
+                  rank_);
+  const uint64_t cycle = ++cycle_;
+  std::memcpy(buffer(rank_, cycle), words->data(), words_ * sizeof(uint64_t));
+  std::atomic_ref<uint64_t>(*cycle_word(rank_)).store(cycle, std::memory_order_release);
+
+  Backoff backoff(mode);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    std::atomic_ref<uint64_t> published(*cycle_word(peer));
+    while (published.load(std::memory_order_acquire) < cycle) {
+      if (deadline.expired())
+        return Status(StatusCode::kTimeout,
+                      "negotiation: rank " + std::to_string(peer) + " did not reach cycle " +
+                          std::to_string(cycle) + " within " + format_seconds(deadline.seconds) +
+                          "; that rank may have died or stopped calling the runtime",
+                      rank_, peer);
+      backoff.pause();
+    }
+    const uint64_t* theirs = buffer(peer, cycle);
+    for (size_t i = 0; i < words_; ++i) (*words)[i] &= theirs[i];
+  }
+  return Status::OK();
+}
+
+Status SharedMemoryAndReduce::free(Deadline deadline) {
+  if (!regions_) return Status::OK();
+  Status s = regions_->barrier(deadline);
+  if (s.ok()) regions_.reset();
+  return s;
+}
+
+}  // namespace ringscope
