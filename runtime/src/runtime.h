@@ -61,6 +61,10 @@ class Runtime {
   void set_recorder(Recorder* recorder) { recorder_.store(recorder); }
   Recorder* recorder() const { return recorder_.load(); }
 
+  // True where every rank is on this node and negotiation goes through
+  // shared memory (docs/design.md, "Shared-memory negotiation").
+  bool negotiates_in_shared_memory() const { return shared_control_ != nullptr; }
+
   // Counters for tests and benchmarks.
   struct Counters {
     uint64_t cycles = 0, fast_path_responses = 0, slow_path_cycles = 0, stall_reports = 0;

@@ -237,13 +237,17 @@ TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {
   CHECK_FALSE(ringscope::is_initialized());
 }
 
-TEST_CASE("on one node, 16 KiB-64 MiB allreduces use shared memory unless it is turned off",
-          "[mpi]") {
+TEST_CASE(
+    "on one node, 16 KiB-64 MiB allreduces and negotiation use shared memory unless it "
+    "is turned off",
+    "[mpi]") {
   const int n = world_size(), r = world_rank();
   const Options o = test_options();
   CaptureRecorder rec;
   auto rt = make_runtime(o);
   rt->set_recorder(&rec);
+  const bool shared = o.shared_memory && n >= 2;  // mpirun starts these ranks on one node
+  CHECK(rt->negotiates_in_shared_memory() == shared);
   std::vector<float> big(1 << 16, 1.0f), small(16, 1.0f);  // 256 KiB, 64 B
   REQUIRE(run_op(*rt, allreduce_entry("big", DataType::kFloat32, {1 << 16}, big.data(), big.data()))
               .ok());
@@ -255,7 +259,6 @@ TEST_CASE("on one node, 16 KiB-64 MiB allreduces use shared memory unless it is 
   CHECK(small[3] == Approx(n));
   const auto allreduces = rec.events(EventKind::kAllreduce);
   REQUIRE(allreduces.size() == 2);
-  const bool shared = o.shared_memory && n >= 2;  // mpirun starts these ranks on one node
   INFO("rank " << r << ", shared memory " << (o.shared_memory ? "on" : "off"));
   CHECK((allreduces[0].value == kAlgorithmSharedMemory) == shared);
   CHECK(allreduces[1].value != kAlgorithmSharedMemory);  // under 16 KiB
