@@ -119,6 +119,7 @@ double CostModel::allreduce_ns(int64_t bytes) const {
     return shm_allreduce.at(static_cast<double>(bytes));
   const double overhead = overhead_ns(bytes);
   if (n == 1 || bytes == 0) return overhead;
+  if (ring_only) return overhead + 2.0 * (n - 1) * ring_step.at(static_cast<double>(bytes) / n);
   if (ring_step.samples == 0 && rd_step.samples == 0 && shm_allreduce.samples > 0)
     return shm_allreduce.at(static_cast<double>(bytes));  // see the note in fit_cost_model
   if (bytes > 0 && use_recursive_doubling(static_cast<size_t>(bytes), n) && rd_step.samples > 0) {

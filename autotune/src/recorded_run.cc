@@ -224,6 +224,11 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
     out->ranks.push_back(build_rank(reader, info.rank, ev));
   }
   for (const auto& [cycle, n] : negotiation) out->samples.negotiations.push_back(n);
+  // Before "auto" existed, "ring" meant ringscope's choice: a trace from then
+  // has shared-memory or recursive-doubling spans, which a forced ring never
+  // records.
+  out->ring_only = reader.meta_value("cpu_allreduce") == "ring" &&
+                   out->samples.shm_allreduces.empty() && out->samples.rd_steps.empty();
   if (static_cast<int>(out->ranks.size()) < out->world_size)
     out->notes.push_back("the trace holds " + std::to_string(out->ranks.size()) + " of " +
                          std::to_string(out->world_size) +

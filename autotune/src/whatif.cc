@@ -51,6 +51,7 @@ Status what_if_loaded(RecordedRun run, const std::vector<TuneSettings>& settings
   Status s =
       fit_cost_model(out->run.samples, out->run.world_size, out->run.mpi_allreduce, &out->model);
   if (!s.ok()) return Status(s.code(), "trace '" + out->run.source + "': " + s.message());
+  out->model.ring_only = out->run.ring_only;
   s = replay_run(out->run, out->model, out->run.settings, options, &out->at_recorded);
   if (!s.ok()) return s;
   const double raw = out->at_recorded.score.median_bytes_per_second;

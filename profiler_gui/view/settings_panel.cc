@@ -19,7 +19,7 @@ std::string format_setting(int32_t key, int64_t value) {
   if (key == static_cast<int32_t>(SettingKey::kCycleTimeNs)) return format_duration(value);
   if (key == static_cast<int32_t>(SettingKey::kCacheEnabled)) return value ? "on" : "off";
   if (key == static_cast<int32_t>(SettingKey::kCpuAllreduceAlgorithm))
-    return value ? "MPI_Allreduce" : "ring";
+    return value == 1 ? "MPI_Allreduce" : value == 2 ? "ring only" : "ringscope's choice";
   return std::to_string(value);
 }
 

@@ -119,13 +119,16 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_CPU_ALLREDUCE")) {
-    if (*v == "ring") {
+    if (*v == "auto") {
+      o.cpu_allreduce = CpuAllreduce::kAuto;
+    } else if (*v == "ring") {
       o.cpu_allreduce = CpuAllreduce::kRing;
     } else if (*v == "mpi") {
       o.cpu_allreduce = CpuAllreduce::kMpi;
     } else {
-      return Status(StatusCode::kInvalidArgument,
-                    "RINGSCOPE_CPU_ALLREDUCE='" + *v + "' is invalid: expected 'ring' or 'mpi'");
+      return Status(
+          StatusCode::kInvalidArgument,
+          "RINGSCOPE_CPU_ALLREDUCE='" + *v + "' is invalid: expected 'auto', 'ring' or 'mpi'");
     }
   }
   if (auto v = env("RINGSCOPE_SHARED_MEMORY")) {

@@ -150,7 +150,7 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
 
   if (n == 1) return run_single_rank_allreduce(g, f, responses, entries, p);
-  if (p.shared_memory && p.algorithm == CpuAllreduce::kRing && use_shared_memory(g.bytes, n)) {
+  if (p.shared_memory && p.algorithm == CpuAllreduce::kAuto && use_shared_memory(g.bytes, n)) {
     bool ready = false;
     Status s = prepare_shared_regions(g.bytes, p, &ready);
     if (!s.ok()) return s;
@@ -196,11 +196,13 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   if (s.code() == StatusCode::kUnimplemented) {
     kind = EventKind::kAllreduce;
     // Small buffers are latency-bound: log2(n) whole-buffer exchanges beat
-    // the ring's 2(n-1) steps there.
-    if (use_recursive_doubling(g.bytes, n)) {
+    // the ring's 2(n-1) steps there. RINGSCOPE_CPU_ALLREDUCE=ring (and the
+    // MPI fallback for dtypes MPI lacks) keeps the ring for every size.
+    const bool choose = p.algorithm == CpuAllreduce::kAuto;
+    if (choose && use_recursive_doubling(g.bytes, n)) {
       algorithm = kAlgorithmRecursiveDoubling;
       s = recursive_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
-    } else if (use_halving_doubling(g.bytes, n)) {
+    } else if (choose && use_halving_doubling(g.bytes, n)) {
       algorithm = kAlgorithmHalvingDoubling;
       s = halving_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
     } else {

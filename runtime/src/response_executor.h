@@ -21,7 +21,7 @@ namespace ringscope {
 struct ExecutionParams {
   int64_t cycle = 0;
   int64_t fusion_threshold_bytes = 0;
-  CpuAllreduce algorithm = CpuAllreduce::kRing;
+  CpuAllreduce algorithm = CpuAllreduce::kAuto;
   double timeout_seconds = 300;
   Recorder* recorder = nullptr;
   int64_t decided_ns = 0;     // when negotiation finished (recorder clock)

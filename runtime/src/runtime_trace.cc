@@ -34,16 +34,15 @@ Status Runtime::start_trace(const std::string& base_path) {
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   auto writer = std::make_unique<TraceWriter>();
   const Settings s = settings();
-  st = writer->open(
-      per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
-      {{"run_id", run_id},
-       {"trace_base_path", base_path},
-       {"local_rank", std::to_string(topo_.local_rank)},
-       {"local_size", std::to_string(topo_.local_size)},
-       {"cache_capacity", std::to_string(options_.cache_capacity)},
-       {"cpu_allreduce", options_.cpu_allreduce == CpuAllreduce::kMpi ? "mpi" : "ring"},
-       {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
-       {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
+  st = writer->open(per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
+                    {{"run_id", run_id},
+                     {"trace_base_path", base_path},
+                     {"local_rank", std::to_string(topo_.local_rank)},
+                     {"local_size", std::to_string(topo_.local_size)},
+                     {"cache_capacity", std::to_string(options_.cache_capacity)},
+                     {"cpu_allreduce", cpu_allreduce_name(options_.cpu_allreduce)},
+                     {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
+                     {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
   if (!st.ok()) return st;
   ClockOffset offset;
   TraceWriter* w = writer.get();
@@ -68,7 +67,7 @@ void Runtime::record_settings_snapshot() {
                  static_cast<int32_t>(SettingKey::kCycleTimeNs));
   record_instant(EventKind::kSettings, -1, s.cache_enabled ? 1 : 0,
                  static_cast<int32_t>(SettingKey::kCacheEnabled));
-  record_instant(EventKind::kSettings, -1, options_.cpu_allreduce == CpuAllreduce::kMpi ? 1 : 0,
+  record_instant(EventKind::kSettings, -1, static_cast<int64_t>(options_.cpu_allreduce),
                  static_cast<int32_t>(SettingKey::kCpuAllreduceAlgorithm));
 }
 

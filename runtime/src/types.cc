@@ -43,6 +43,18 @@ const char* dtype_name(DataType dtype) {
   return "?";
 }
 
+const char* cpu_allreduce_name(CpuAllreduce algorithm) {
+  switch (algorithm) {
+    case CpuAllreduce::kAuto:
+      return "auto";
+    case CpuAllreduce::kMpi:
+      return "mpi";
+    case CpuAllreduce::kRing:
+      return "ring";
+  }
+  return "?";
+}
+
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:

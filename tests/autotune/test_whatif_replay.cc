@@ -244,6 +244,19 @@ TEST_CASE("least squares recovers alpha and beta of ring steps", "[whatif]") {
   CHECK(m.ring_gbps() == Approx(2.5).epsilon(1e-3));
   // 2 ranks: reduce-scatter + allgather of half the buffer each.
   CHECK(m.allreduce_ns(2 << 20) == Approx(2 * (alpha + ns_per_byte * (1 << 20))).epsilon(1e-3));
+  // A run that forced the ring (RINGSCOPE_CPU_ALLREDUCE=ring) at 4 ranks is
+  // priced as 6 ring steps of a quarter, where the runtime's own choice
+  // would be halving-doubling (1 MiB) and recursive doubling (8 KiB).
+  CostModel four;
+  REQUIRE(fit_cost_model(s, 4, false, &four).ok());
+  const double hd = four.allreduce_ns(1 << 20);
+  four.ring_only = true;
+  const double ring = four.allreduce_ns(1 << 20);
+  CHECK(ring - four.overhead_ns(1 << 20) ==
+        Approx(6 * (alpha + ns_per_byte * (1 << 18))).epsilon(1e-3));
+  CHECK(ring != Approx(hd));
+  CHECK(four.allreduce_ns(8192) - four.overhead_ns(8192) ==
+        Approx(6 * (alpha + ns_per_byte * 2048)).epsilon(1e-3));
 
   // The relative fit's medians resist late-peer outliers (x1.6 on 2 of 9).
   std::vector<std::vector<double>> ox;

@@ -36,7 +36,8 @@ int world_size() {
 
 // RINGSCOPE_SHARED_MEMORY=0 (ctest runs every size both ways) exercises the
 // ring, recursive doubling and halving-doubling over MPI instead of the
-// shared-memory allreduce.
+// shared-memory allreduce; RINGSCOPE_CPU_ALLREDUCE=ring the pipelined ring
+// for every size.
 Options test_options() {
   Options o;
   o.settings.cycle_time_ms = 0.5;
@@ -44,6 +45,8 @@ Options test_options() {
   o.log_level = 0;
   if (const char* v = std::getenv("RINGSCOPE_SHARED_MEMORY"))
     o.shared_memory = std::string(v) != "0";
+  if (const char* v = std::getenv("RINGSCOPE_CPU_ALLREDUCE"); v && std::string(v) == "ring")
+    o.cpu_allreduce = CpuAllreduce::kRing;
   return o;
 }
 
@@ -219,27 +222,35 @@ TEST_CASE("public API: errors reach every rank", "[mpi]") {
 }
 
 TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {
-  ringscope::shutdown();
+  ringscope::shutdown();  // the public runtime's cases are done; private runtimes from here
+  CHECK_FALSE(ringscope::is_initialized());
+  const int n = world_size(), r = world_rank();
   Options o = test_options();
   o.cpu_allreduce = CpuAllreduce::kMpi;
-  REQUIRE(ringscope::init(o).ok());
-  const int n = ringscope::size(), r = ringscope::rank();
-  for (DataType t : {DataType::kFloat32, DataType::kInt32, DataType::kFloat16}) {
+  CaptureRecorder rec;
+  auto rt = make_runtime(o);
+  rt->set_recorder(&rec);
+  // float16 has no MPI type: it falls back to ringscope's own algorithms.
+  const DataType types[] = {DataType::kFloat32, DataType::kInt32, DataType::kFloat16};
+  for (DataType t : types) {
     std::vector<uint8_t> buf = make_input(t, r, 777, 9);
-    REQUIRE(ringscope::allreduce(std::string("mpi_") + dtype_name(t), t, {777}, buf.data(),
-                                 buf.data(), ReduceOp::kAverage)
+    REQUIRE(run_op(*rt, allreduce_entry(std::string("mpi_") + dtype_name(t), t, {777}, buf.data(),
+                                        buf.data(), ReduceOp::kAverage))
                 .ok());
     std::string bad = mismatch(t, ReduceOp::kAverage, n, buf.data(), 777, 1, 1, 9);
     INFO(bad);
     CHECK(bad.empty());
   }
-  ringscope::shutdown();
-  CHECK_FALSE(ringscope::is_initialized());
+  rt->shutdown();
+  if (n > 1) {
+    CHECK(rec.events(EventKind::kMpiAllreduce).size() == 2);  // float32, int32
+    CHECK(rec.events(EventKind::kAllreduce).size() == 1);     // float16
+  }
 }
 
 TEST_CASE(
     "on one node, 16 KiB-64 MiB allreduces and negotiation use shared memory unless it "
-    "is turned off",
+    "is turned off or the ring is forced",
     "[mpi]") {
   const int n = world_size(), r = world_rank();
   const Options o = test_options();
@@ -259,9 +270,15 @@ TEST_CASE(
   CHECK(small[3] == Approx(n));
   const auto allreduces = rec.events(EventKind::kAllreduce);
   REQUIRE(allreduces.size() == 2);
-  INFO("rank " << r << ", shared memory " << (o.shared_memory ? "on" : "off"));
-  CHECK((allreduces[0].value == kAlgorithmSharedMemory) == shared);
-  CHECK(allreduces[1].value != kAlgorithmSharedMemory);  // under 16 KiB
+  INFO("rank " << r << ", shared memory " << (o.shared_memory ? "on" : "off") << ", "
+               << cpu_allreduce_name(o.cpu_allreduce));
+  if (o.cpu_allreduce == CpuAllreduce::kRing) {  // the pipelined ring, whatever the size
+    CHECK(allreduces[0].value == kAlgorithmRing);
+    CHECK(allreduces[1].value == kAlgorithmRing);
+  } else {
+    CHECK((allreduces[0].value == kAlgorithmSharedMemory) == shared);
+    CHECK(allreduces[1].value != kAlgorithmSharedMemory);  // under 16 KiB
+  }
 }
 
 TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "[mpi]") {

@@ -23,7 +23,18 @@ TEST_CASE("defaults match Horovod's", "[config]") {
   CHECK(o.settings.cache_enabled);
   CHECK(o.stall_check_seconds == 60.0);
   CHECK(o.stall_shutdown_seconds == 0.0);
-  CHECK(o.cpu_allreduce == CpuAllreduce::kRing);
+  CHECK(o.cpu_allreduce == CpuAllreduce::kAuto);
+}
+
+TEST_CASE("RINGSCOPE_CPU_ALLREDUCE: auto, ring and mpi", "[config]") {
+  for (auto [value, want] :
+       {std::pair{"auto", CpuAllreduce::kAuto}, std::pair{"ring", CpuAllreduce::kRing},
+        std::pair{"mpi", CpuAllreduce::kMpi}}) {
+    Options o;
+    REQUIRE(options_from_env(env_of({{"RINGSCOPE_CPU_ALLREDUCE", value}}), &o).ok());
+    CHECK(o.cpu_allreduce == want);
+    CHECK(std::string(cpu_allreduce_name(want)) == value);
+  }
 }
 
 TEST_CASE("ringscope variables are read", "[config]") {

@@ -28,12 +28,17 @@ enum class DataType : uint8_t {
 
 enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
 
-// Which algorithm the CPU allreduce uses.
-enum class CpuAllreduce : uint8_t { kRing = 0, kMpi = 1 };
+// Which algorithm the CPU allreduce uses. kAuto: ringscope picks by size
+// and world (shared memory on one node, recursive doubling for small
+// buffers, halving-doubling at 4, 8, ... ranks, the pipelined ring
+// otherwise); kRing: always the pipelined ring; kMpi: MPI_Allreduce.
+enum class CpuAllreduce : uint8_t { kAuto = 0, kMpi = 1, kRing = 2 };
 
 size_t dtype_size(DataType dtype);
 const char* dtype_name(DataType dtype);
 const char* reduce_op_name(ReduceOp op);
+// "auto", "mpi" or "ring": RINGSCOPE_CPU_ALLREDUCE's values.
+const char* cpu_allreduce_name(CpuAllreduce algorithm);
 
 using Shape = std::vector<int64_t>;
 
@@ -104,7 +109,7 @@ struct Options {
   double stall_check_seconds = 60.0;    // 0 = no stall warnings
   double stall_shutdown_seconds = 0.0;  // 0 = never abort on a stall
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed
-  CpuAllreduce cpu_allreduce = CpuAllreduce::kRing;
+  CpuAllreduce cpu_allreduce = CpuAllreduce::kAuto;
   // With every rank on one node, host allreduces read each other's memory
   // (an MPI shared-memory window) instead of running the ring, from 16 KiB
   // to 64 MiB. RINGSCOPE_SHARED_MEMORY=0 keeps the ring.

@@ -55,7 +55,7 @@ enum class SettingKey : int32_t {
   kFusionThresholdBytes = 1,
   kCycleTimeNs = 2,
   kCacheEnabled = 3,
-  kCpuAllreduceAlgorithm = 4,  // 0 = ring, 1 = MPI_Allreduce
+  kCpuAllreduceAlgorithm = 4,  // 0 = ringscope's choice, 1 = MPI_Allreduce, 2 = ring only
 };
 
 // Allreduce algorithm (TraceEvent::value of kAllreduce events).

@@ -34,6 +34,9 @@ struct Affine {
 struct CostModel {
   int world_size = 1;
   bool mpi_allreduce = false;
+  // The run forced the pipelined ring (RINGSCOPE_CPU_ALLREDUCE=ring): every
+  // allreduce is priced as ring steps, whatever its size.
+  bool ring_only = false;
   Affine ring_step;  // per ring step; units = bytes sent in the step
   Affine rd_step;    // per recursive-doubling exchange; units = bytes
   // ALLREDUCE span minus its steps (the peer's last sends, buffer handling):

@@ -75,6 +75,7 @@ struct RecordedRun {
   TuneSettings settings;          // what the scorer read (SETTINGS events / meta)
   int64_t cache_capacity = 1024;  // meta cache_capacity (runtime default if absent)
   bool mpi_allreduce = false;     // meta cpu_allreduce == "mpi"
+  bool ring_only = false;         // meta cpu_allreduce == "ring"
   std::vector<RecordedRank> ranks;
   CalibrationSamples samples;
   TraceScore score;  // the recorded score
