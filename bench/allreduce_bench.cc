@@ -4,14 +4,18 @@
 // that on 4, 8, ... ranks, shared memory from 16 KiB on one node;
 // --small-bytes 0 --no-halving --no-shared-memory: always the ring),
 // and a whole ringscope allreduce (negotiation + collective), interleaved in
-// one binary, median of N iterations of
-// the slowest rank. Also single-thread memcpy bandwidth, for scale. Prints a
-// table; --json writes the numbers. busbw = algbw * 2(n-1)/n (nccl-tests).
+// one binary, median of N (at least 10) iterations of the slowest rank.
+// Also single-thread memcpy bandwidth (rank 0 alone, the other ranks
+// sleeping), for scale. Prints a table; --json writes the numbers, with the
+// algorithm "ours" used at each size. algbw = bytes / time; busbw = algbw *
+// 2(n-1)/n (nccl-tests).
 //
 //   mpirun --allow-run-as-root -np 2 build/bin/allreduce_bench --json out.json
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include "bench_util.h"
 #include "halving_doubling_allreduce.h"
@@ -27,16 +31,44 @@ using namespace ringscope::bench;
 
 namespace {
 
-double memcpy_gbps() {
-  const size_t bytes = 64u << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  std::vector<double> t;
-  for (int i = 0; i < 5; ++i) {
-    double s = now_s();
-    std::memcpy(b.data(), a.data(), bytes);
-    t.push_back(now_s() - s);
+// One thread's memcpy bandwidth, measured on rank 0 while every other rank
+// sleeps (a spinning MPI wait would share the cores), then sent to all.
+double memcpy_gbps(int rank) {
+  double gbps = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    const size_t bytes = 64u << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 2);
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      double s = now_s();
+      std::memcpy(b.data(), a.data(), bytes);
+      t.push_back(now_s() - s);
+    }
+    gbps = bytes / median(t) / 1e9;
   }
-  return bytes / median(t) / 1e9;
+  MPI_Request req;
+  MPI_Ibcast(&gbps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
+  for (int done = 0; !done;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return gbps;
+}
+
+enum Algorithm { kSharedMemory, kRecursiveDoubling, kHalvingDoubling, kRing };
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case kSharedMemory:
+      return "shared_memory";
+    case kRecursiveDoubling:
+      return "recursive_doubling";
+    case kHalvingDoubling:
+      return "halving_doubling";
+    case kRing:
+      return "ring";
+  }
+  return "?";
 }
 
 Status runtime_allreduce(Runtime& rt, const std::string& name, float* buf, size_t count) {
@@ -71,7 +103,7 @@ int main(int argc, char** argv) {
     if (a == "--json" && has_value)
       json_path = argv[++i];
     else if (a == "--iters" && has_value)
-      iters = std::max(1, std::atoi(argv[++i]));
+      iters = std::max(10, std::atoi(argv[++i]));  // the median of at least 10
     else if (a == "--segment-min" && has_value)
       seg_min = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--segment-max" && has_value)
@@ -129,15 +161,16 @@ int main(int argc, char** argv) {
                     .ok())
     ctx.shared = regions.get();
 
-  const double memcpy_bw = memcpy_gbps();
+  const double memcpy_bw = memcpy_gbps(rank);
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
   std::string rows;
   if (rank == 0) {
     std::printf(
         "allreduce float32 sum, np=%d, median of %d+ iterations (slowest rank); memcpy %.1f GB/s\n",
         n, iters, memcpy_bw);
-    std::printf("%8s | %10s %10s %10s | %9s %9s %9s | %6s %6s\n", "size", "mpi us", "ours us",
-                "rt us", "mpi bus", "ours bus", "rt bus", "ours/m", "rt/m");
+    std::printf("%8s | %10s %10s %10s | %8s %8s %8s | %8s %8s %8s | %6s %6s | %s\n", "size",
+                "mpi us", "ours us", "rt us", "mpi alg", "ours alg", "rt alg", "mpi bus",
+                "ours bus", "rt bus", "ours/m", "rt/m", "ours is");
   }
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / 4;
@@ -145,6 +178,11 @@ int main(int argc, char** argv) {
     const int reps = bytes <= (64u << 10)  ? std::max(iters, 200)
                      : bytes <= (1u << 20) ? std::max(iters, 50)
                                            : iters;
+    const Algorithm algorithm = ctx.shared && use_shared_memory(bytes, n) ? kSharedMemory
+                                : bytes <= small_bytes && use_recursive_doubling(bytes, n)
+                                    ? kRecursiveDoubling
+                                : halving && use_halving_doubling(bytes, n) ? kHalvingDoubling
+                                                                            : kRing;
     std::vector<double> t_mpi, t_ring, t_rt;
     for (int it = -2; it < reps; ++it) {  // two warm-up rounds
       MPI_Barrier(MPI_COMM_WORLD);
@@ -155,11 +193,11 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
       // "ours": the algorithm the runtime picks for this size.
-      if (ctx.shared && use_shared_memory(bytes, n))
+      if (algorithm == kSharedMemory)
         shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
-      else if (bytes <= small_bytes && use_recursive_doubling(bytes, n))
+      else if (algorithm == kRecursiveDoubling)
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
-      else if (halving && use_halving_doubling(bytes, n))
+      else if (algorithm == kHalvingDoubling)
         halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else
         ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
@@ -179,32 +217,38 @@ int main(int argc, char** argv) {
       std::fill(c.begin(), c.end(), 1.0f);
     }
     const double m = median(t_mpi), r = median(t_ring), q = median(t_rt);
-    const double bus_m = bytes / m / 1e9 * bus_factor, bus_r = bytes / r / 1e9 * bus_factor,
-                 bus_q = bytes / q / 1e9 * bus_factor;
+    const double alg_m = bytes / m / 1e9, alg_r = bytes / r / 1e9, alg_q = bytes / q / 1e9;
+    const double bus_m = alg_m * bus_factor, bus_r = alg_r * bus_factor, bus_q = alg_q * bus_factor;
+    const char* ours = algorithm_name(algorithm);
     if (rank == 0) {
       if (with_runtime)
-        std::printf("%8s | %10.1f %10.1f %10.1f | %9.2f %9.2f %9.2f | %6.2f %6.2f\n",
-                    human_bytes(bytes).c_str(), m * 1e6, r * 1e6, q * 1e6, bus_m, bus_r, bus_q,
-                    bus_r / bus_m, bus_q / bus_m);
+        std::printf(
+            "%8s | %10.1f %10.1f %10.1f | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2f %6.2f | "
+            "%s\n",
+            human_bytes(bytes).c_str(), m * 1e6, r * 1e6, q * 1e6, alg_m, alg_r, alg_q, bus_m,
+            bus_r, bus_q, bus_r / bus_m, bus_q / bus_m, ours);
       else  // --no-runtime: no end-to-end column
-        std::printf("%8s | %10.1f %10.1f %10s | %9.2f %9.2f %9s | %6.2f %6s\n",
-                    human_bytes(bytes).c_str(), m * 1e6, r * 1e6, "-", bus_m, bus_r, "-",
-                    bus_r / bus_m, "-");
+        std::printf(
+            "%8s | %10.1f %10.1f %10s | %8.2f %8.2f %8s | %8.2f %8.2f %8s | %6.2f %6s | %s\n",
+            human_bytes(bytes).c_str(), m * 1e6, r * 1e6, "-", alg_m, alg_r, "-", bus_m, bus_r, "-",
+            bus_r / bus_m, "-", ours);
       // The end-to-end fields are null with --no-runtime (JSON has no inf).
       auto rt_field = [&](double v, const char* format) {
         char text[32] = "null";
         if (with_runtime) std::snprintf(text, sizeof(text), format, v);
         return std::string(text);
       };
-      char row[512];
+      char row[768];
       std::snprintf(row, sizeof(row),
-                    "%s{\"bytes\":%zu,\"iterations\":%d,\"mpi_us\":%.2f,\"ring_us\":%.2f,"
-                    "\"runtime_us\":%s,\"mpi_busbw_gbps\":%.3f,\"ring_busbw_gbps\":%.3f,"
-                    "\"runtime_busbw_gbps\":%s,\"ring_over_mpi\":%.3f,\"runtime_over_mpi\":%s}",
-                    rows.empty() ? "" : ",", bytes, reps, m * 1e6, r * 1e6,
-                    rt_field(q * 1e6, "%.2f").c_str(), bus_m, bus_r,
-                    rt_field(bus_q, "%.3f").c_str(), bus_r / bus_m,
-                    rt_field(bus_q / bus_m, "%.3f").c_str());
+                    "%s{\"bytes\":%zu,\"iterations\":%d,\"ours_algorithm\":\"%s\","
+                    "\"mpi_us\":%.2f,\"ours_us\":%.2f,\"runtime_us\":%s,"
+                    "\"mpi_algbw_gbps\":%.3f,\"ours_algbw_gbps\":%.3f,\"runtime_algbw_gbps\":%s,"
+                    "\"mpi_busbw_gbps\":%.3f,\"ours_busbw_gbps\":%.3f,\"runtime_busbw_gbps\":%s,"
+                    "\"ours_over_mpi\":%.3f,\"runtime_over_mpi\":%s}",
+                    rows.empty() ? "" : ",", bytes, reps, ours, m * 1e6, r * 1e6,
+                    rt_field(q * 1e6, "%.2f").c_str(), alg_m, alg_r,
+                    rt_field(alg_q, "%.3f").c_str(), bus_m, bus_r, rt_field(bus_q, "%.3f").c_str(),
+                    bus_r / bus_m, rt_field(bus_q / bus_m, "%.3f").c_str());
       rows += row;
     }
   }

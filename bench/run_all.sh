@@ -11,6 +11,11 @@ mpi="scripts/mpirun.sh"
 for np in 2 4; do
   $mpi -np $np build/bin/allreduce_bench --json $out/allreduce_np$np.json
 done
+# The pipelined ring alone (no shared memory, recursive or halving-doubling).
+for np in 2 4; do
+  $mpi -np $np build/bin/allreduce_bench --small-bytes 0 --no-halving --no-shared-memory \
+    --no-runtime --json $out/allreduce_ring_np$np.json
+done
 for np in 2 4; do
   $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
