@@ -7,6 +7,7 @@
 #include <climits>
 #include <thread>
 
+#include "shared_counters.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -87,19 +88,19 @@ MPI_Op mpi_op(ReduceOp op) {
 }
 
 // One MPI_Win_allocate_shared window, locked for shared access for its
-// whole life; barrier() is MPI_Win_sync around a polled MPI_Ibarrier.
+// whole life. Each rank's segment starts with its barrier counter (its own
+// cache line), then its region. barrier() publishes the next epoch and waits
+// for every peer's (shared_counters.h): one step through memory, where an
+// MPI_Ibarrier takes log2(n) rounds of messages.
 class MpiSharedRegions : public SharedRegions {
  public:
-  // `transport` (whose communicator the window spans) outlives the window.
-  MpiSharedRegions(MpiTransport* transport, MPI_Comm comm, int size, MPI_Win win, size_t bytes)
-      : transport_(transport), comm_(comm), win_(win), bytes_(bytes), regions_(size, nullptr) {
-    for (int p = 0; p < size; ++p) {
-      MPI_Aint len = 0;
-      int disp = 0;
-      void* base = nullptr;
-      MPI_Win_shared_query(win_, p, &len, &disp, &base);
-      regions_[p] = static_cast<uint8_t*>(base);
-    }
+  // `segments` are every rank's segment (counter + region); this rank's
+  // counter is zero and every rank has passed a barrier since.
+  // `wait` polls the barrier: kYielding where more ranks than cores share
+  // the node (the peer everyone waits for may need this very core).
+  MpiSharedRegions(int rank, MPI_Win win, std::vector<uint8_t*> segments, size_t bytes,
+                   WaitMode wait)
+      : rank_(rank), win_(win), bytes_(bytes), segments_(std::move(segments)), wait_(wait) {
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
   }
   // Freeing is collective: every rank frees at the same point, which the
@@ -111,25 +112,26 @@ class MpiSharedRegions : public SharedRegions {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }
-  uint8_t* region(int rank) override { return regions_[rank]; }
+  uint8_t* region(int rank) override { return segments_[rank] + kSharedCounterBytes; }
   size_t bytes_per_rank() const override { return bytes_; }
   Status barrier(Deadline deadline) override {
     MPI_Win_sync(win_);
-    MPI_Request req;
-    MPI_Ibarrier(comm_, &req);
-    Status s = transport_->wait_request(
-        &req, deadline, "the shared-memory allreduce's wait for every rank of this node",
-        WaitMode::kData);
+    publish_counter(counter(rank_), ++epoch_);
+    Status s = wait_for_peer_counters(
+        rank_, static_cast<int>(segments_.size()), epoch_,
+        [this](int peer) { return counter(peer); }, deadline, wait_, "shared-memory barrier");
     if (s.ok()) MPI_Win_sync(win_);
     return s;
   }
 
  private:
-  MpiTransport* transport_;
-  MPI_Comm comm_;
+  uint64_t* counter(int rank) { return reinterpret_cast<uint64_t*>(segments_[rank]); }
+  const int rank_;
   MPI_Win win_;
-  size_t bytes_;
-  std::vector<uint8_t*> regions_;
+  const size_t bytes_;
+  std::vector<uint8_t*> segments_;
+  const WaitMode wait_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace
@@ -295,9 +297,13 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
   MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each region on its own pages
   void* base = nullptr;
   MPI_Win win = MPI_WIN_NULL;
-  int rc =
-      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes_per_rank), 1, info, comm_, &base, &win);
+  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(kSharedCounterBytes + bytes_per_rank), 1,
+                                   info, comm_, &base, &win);
   MPI_Info_free(&info);
+  // The barrier counter starts at zero (the window's first contents are not
+  // promised); the allreduce below is the barrier that orders this store
+  // before any peer's first look.
+  if (rc == MPI_SUCCESS) publish_counter(static_cast<uint64_t*>(base), 0);
   // Every rank must have a window, or none uses it.
   std::vector<uint64_t> ok = {rc == MPI_SUCCESS ? 1u : 0u};
   s = allreduce_and(&ok, deadline, WaitMode::kData);
@@ -310,7 +316,18 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
                       " bytes failed on some rank",
                   topo_.rank);
   }
-  *out = std::make_unique<MpiSharedRegions>(this, comm_, topo_.size, win, bytes_per_rank);
+  std::vector<uint8_t*> segments(topo_.size, nullptr);
+  for (int p = 0; p < topo_.size; ++p) {
+    MPI_Aint len = 0;
+    int disp = 0;
+    void* segment = nullptr;
+    MPI_Win_shared_query(win, p, &len, &disp, &segment);
+    segments[p] = static_cast<uint8_t*>(segment);
+  }
+  const bool oversubscribed =
+      topo_.local_size > static_cast<int>(std::thread::hardware_concurrency());
+  *out = std::make_unique<MpiSharedRegions>(topo_.rank, win, std::move(segments), bytes_per_rank,
+                                            oversubscribed ? WaitMode::kYielding : WaitMode::kData);
   return Status::OK();
 }
 

@@ -1,16 +1,15 @@
 // Shared-memory AND-allreduce for negotiation: see shared_memory_and_reduce.h.
 #include "shared_memory_and_reduce.h"
 
-#include <atomic>
 #include <cstring>
 #include <string>
 
-#include "text_format.h"
+#include "shared_counters.h"
 
 namespace ringscope {
 namespace {
 
-constexpr size_t kCycleLine = 64;  // the cycle number's own cache line
+constexpr size_t kCycleLine = kSharedCounterBytes;  // the cycle number's own cache line
 
 }  // namespace
 
@@ -33,7 +32,7 @@ Status SharedMemoryAndReduce::create(Transport* transport, size_t words, Deadlin
       new SharedMemoryAndReduce(std::move(regions), words, transport->rank(), transport->size()));
   // The memory's first contents are not promised: every rank zeroes its own
   // cycle number before any rank can look at it.
-  std::atomic_ref<uint64_t>(*self->cycle_word(self->rank_)).store(0, std::memory_order_release);
+  publish_counter(self->cycle_word(self->rank_), 0);
   s = self->regions_->barrier(deadline);
   if (!s.ok()) return s;
   *out = std::move(self);
@@ -57,21 +56,13 @@ Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadli
                   rank_);
   const uint64_t cycle = ++cycle_;
   std::memcpy(buffer(rank_, cycle), words->data(), words_ * sizeof(uint64_t));
-  std::atomic_ref<uint64_t>(*cycle_word(rank_)).store(cycle, std::memory_order_release);
-
-  Backoff backoff(mode);
+  publish_counter(cycle_word(rank_), cycle);
+  Status s = wait_for_peer_counters(
+      rank_, size_, cycle, [this](int peer) { return cycle_word(peer); }, deadline, mode,
+      "negotiation cycle");
+  if (!s.ok()) return s;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    std::atomic_ref<uint64_t> published(*cycle_word(peer));
-    while (published.load(std::memory_order_acquire) < cycle) {
-      if (deadline.expired())
-        return Status(StatusCode::kTimeout,
-                      "negotiation: rank " + std::to_string(peer) + " did not reach cycle " +
-                          std::to_string(cycle) + " within " + format_seconds(deadline.seconds) +
-                          "; that rank may have died or stopped calling the runtime",
-                      rank_, peer);
-      backoff.pause();
-    }
     const uint64_t* theirs = buffer(peer, cycle);
     for (size_t i = 0; i < words_; ++i) (*words)[i] &= theirs[i];
   }
