@@ -152,6 +152,21 @@ void Coordinator::add(int rank, const Request& req, std::vector<Response>* ready
   ready->push_back(std::move(resp));
 }
 
+Coordinator::StallVerdict Coordinator::stall_verdict(const std::vector<RequestList>& lists,
+                                                     int64_t warn_ms, int64_t abort_ms) const {
+  StallVerdict v;
+  int64_t oldest_ms = 0;
+  if (warn_ms > 0) v.warning = stall_report(lists, warn_ms, &oldest_ms);
+  if (abort_ms > 0) {
+    const std::string every = stall_report(lists, 0, &oldest_ms);
+    if (oldest_ms >= abort_ms) {
+      v.abort = true;
+      if (v.warning.empty()) v.warning = every;
+    }
+  }
+  return v;
+}
+
 std::string Coordinator::stall_report(const std::vector<RequestList>& lists, int64_t warn_ms,
                                       int64_t* oldest_ms) const {
   // name -> (ranks that have it, max age)

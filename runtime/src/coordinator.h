@@ -30,6 +30,16 @@ class Coordinator {
   std::string stall_report(const std::vector<RequestList>& lists, int64_t warn_ms,
                            int64_t* oldest_ms) const;
 
+  // What a stall check decides. warn_ms = 0: no warnings (only the report
+  // that comes with an abort); abort_ms = 0: never abort. `warning` is
+  // what every rank logs; `abort` fails every pending op.
+  struct StallVerdict {
+    std::string warning;
+    bool abort = false;
+  };
+  StallVerdict stall_verdict(const std::vector<RequestList>& lists, int64_t warn_ms,
+                             int64_t abort_ms) const;
+
   size_t pending() const { return table_.size(); }
 
  private:

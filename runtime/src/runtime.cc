@@ -421,15 +421,11 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
       }
     }
     if (flags & kFlagStallCheck) {
-      int64_t oldest_ms = 0;
-      const auto warn_ms = static_cast<int64_t>(options_.stall_check_seconds * 1000);
-      out.stall_warning = coordinator_.stall_report(lists, warn_ms, &oldest_ms);
-      if (options_.stall_shutdown_seconds > 0 &&
-          oldest_ms >= static_cast<int64_t>(options_.stall_shutdown_seconds * 1000)) {
-        if (out.stall_warning.empty())
-          out.stall_warning = coordinator_.stall_report(lists, 0, &oldest_ms);
-        out.abort = true;
-      }
+      const Coordinator::StallVerdict v = coordinator_.stall_verdict(
+          lists, static_cast<int64_t>(options_.stall_check_seconds * 1000),
+          static_cast<int64_t>(options_.stall_shutdown_seconds * 1000));
+      out.stall_warning = v.warning;
+      out.abort = v.abort;
     }
     answer = encode(out);
   }

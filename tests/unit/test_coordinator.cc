@@ -102,3 +102,31 @@ TEST_CASE("stall report names missing ranks", "[coordinator]") {
   CHECK(report.find("grad/b") == std::string::npos);  // too young
   CHECK(c.stall_report(lists, 10000, &oldest).empty());
 }
+
+TEST_CASE("stall verdict: warnings off means silence until the abort", "[coordinator]") {
+  Coordinator c(2);
+  std::vector<RequestList> lists(2);
+  lists[0].pending_names = {"grad/a"};
+  lists[0].pending_age_ms = {3000};
+  // RINGSCOPE_STALL_CHECK_SECONDS=0, shutdown after 10 s: no warning yet.
+  Coordinator::StallVerdict v = c.stall_verdict(lists, 0, 10000);
+  CHECK(v.warning.empty());
+  CHECK_FALSE(v.abort);
+  // Past the shutdown time: abort, with the report.
+  lists[0].pending_age_ms = {12000};
+  v = c.stall_verdict(lists, 0, 10000);
+  CHECK(v.abort);
+  CHECK(v.warning.find("missing on rank 1") != std::string::npos);
+  // Warnings after 60 s, shutdown after 10 s: the abort still reports it.
+  v = c.stall_verdict(lists, 60000, 10000);
+  CHECK(v.abort);
+  CHECK(v.warning.find("grad/a") != std::string::npos);
+  // Warnings on, no shutdown: a warning, no abort.
+  v = c.stall_verdict(lists, 1000, 0);
+  CHECK_FALSE(v.abort);
+  CHECK(v.warning.find("grad/a") != std::string::npos);
+  // Both off: nothing.
+  v = c.stall_verdict(lists, 0, 0);
+  CHECK(v.warning.empty());
+  CHECK_FALSE(v.abort);
+}

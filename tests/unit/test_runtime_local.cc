@@ -171,25 +171,33 @@ TEST_CASE("many small tensors are fused into groups under the threshold", "[runt
 TEST_CASE("repeated steps take the cache fast path", "[runtime][cache]") {
   const int n = 3;
   std::vector<Runtime::Counters> counters(n);
+  std::vector<int> failed(n, 0);  // Catch2 checks stay on the test's thread
   run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
     std::vector<float> buf(10, 1.0f);
     for (int step = 0; step < 20; ++step)
-      run_op(rt, allreduce_entry("w", DataType::kFloat32, {10}, buf.data(), buf.data()));
+      if (!run_op(rt, allreduce_entry("w", DataType::kFloat32, {10}, buf.data(), buf.data())).ok())
+        ++failed[r];
     counters[r] = rt.counters();
   });
-  for (int r = 0; r < n; ++r) CHECK(counters[r].fast_path_responses >= 15);
+  for (int r = 0; r < n; ++r) {
+    CHECK(failed[r] == 0);
+    CHECK(counters[r].fast_path_responses >= 15);
+  }
 }
 
 TEST_CASE("with the cache off every step goes through the coordinator", "[runtime][cache]") {
   Options o = fast_options();
   o.cache_capacity = 0;
   std::vector<Runtime::Counters> counters(2);
+  std::vector<int> failed(2, 0);
   run_runtimes(2, o, [&](int r, Runtime& rt) {
     std::vector<float> buf(10, 1.0f);
     for (int step = 0; step < 10; ++step)
-      run_op(rt, allreduce_entry("w", DataType::kFloat32, {10}, buf.data(), buf.data()));
+      if (!run_op(rt, allreduce_entry("w", DataType::kFloat32, {10}, buf.data(), buf.data())).ok())
+        ++failed[r];
     counters[r] = rt.counters();
   });
+  CHECK(failed == std::vector<int>{0, 0});
   CHECK(counters[0].fast_path_responses == 0);
   CHECK(counters[0].slow_path_cycles >= 10);
 }
