@@ -16,7 +16,7 @@ void LocalFabric::fail_rank(int rank) {
 
 bool LocalFabric::failed(int rank) {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::count(failed_.begin(), failed_.end(), rank) > 0;
+  return failed_locked(rank);
 }
 
 void LocalFabric::match(Channel& ch) {
@@ -39,9 +39,7 @@ void LocalFabric::match(Channel& ch) {
 
 void LocalFabric::post_send(int src, int dst, int tag, const void* data, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::count(failed_.begin(), failed_.end(), src) ||
-      std::count(failed_.begin(), failed_.end(), dst))
-    return;  // lost
+  if (failed_locked(src) || failed_locked(dst)) return;  // lost
   Channel& ch = channels_[{src, dst, tag}];
   const uint8_t* p = static_cast<const uint8_t*>(data);
   ch.messages.emplace_back(p, p + bytes);
@@ -79,7 +77,7 @@ std::shared_ptr<std::vector<std::vector<uint8_t>>> LocalFabric::shared_block(
 
 Status LocalFabric::barrier(int rank, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (std::count(failed_.begin(), failed_.end(), rank)) return Status::OK();  // lost
+  if (failed_locked(rank)) return Status::OK();  // lost
   const uint64_t generation = barrier_generation_;
   if (++barrier_arrived_ == size_) {
     barrier_arrived_ = 0;

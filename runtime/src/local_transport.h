@@ -4,6 +4,7 @@
 // per (source, destination, tag), messages and receives pair in post order.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -59,6 +60,9 @@ class LocalFabric {
   std::vector<size_t> blocks_taken_;  // per rank: how many allocations it made
   std::map<std::tuple<int, int, int>, Channel> channels_;
   std::vector<int> failed_;
+  bool failed_locked(int rank) const {  // with mu_ held
+    return std::count(failed_.begin(), failed_.end(), rank) > 0;
+  }
 };
 
 class LocalTransport : public Transport {

@@ -324,10 +324,9 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
     MPI_Win_shared_query(win, p, &len, &disp, &segment);
     segments[p] = static_cast<uint8_t*>(segment);
   }
-  const bool oversubscribed =
-      topo_.local_size > static_cast<int>(std::thread::hardware_concurrency());
-  *out = std::make_unique<MpiSharedRegions>(topo_.rank, win, std::move(segments), bytes_per_rank,
-                                            oversubscribed ? WaitMode::kYielding : WaitMode::kData);
+  *out = std::make_unique<MpiSharedRegions>(
+      topo_.rank, win, std::move(segments), bytes_per_rank,
+      oversubscribed(topo_) ? WaitMode::kYielding : WaitMode::kData);
   return Status::OK();
 }
 

@@ -35,12 +35,12 @@ class MpiTransport : public Transport {
   Status allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
                                  std::unique_ptr<SharedRegions>* out) override;
 
+ private:
+  MpiTransport() = default;
+
   // Polls `req` until it completes or `deadline` passes; a timeout names
   // `what` and says a rank may have died.
   Status wait_request(MPI_Request* req, Deadline deadline, const char* what, WaitMode mode);
-
- private:
-  MpiTransport() = default;
 
   static Status create_one(MPI_Comm comm, bool with_cross, std::unique_ptr<MpiTransport>* out);
 

@@ -31,7 +31,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       coordinator_(topology.size),
       executor_(transport_.get()),
       last_stall_check_(SteadyClock::now()),
-      oversubscribed_(topology.local_size > static_cast<int>(std::thread::hardware_concurrency())) {
+      oversubscribed_(oversubscribed(topology)) {
   settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
   proposed_.cache_enabled = settings_.cache_enabled;
   if (options.autotune.enabled && topology.rank == 0)
@@ -206,12 +206,10 @@ void Runtime::loop() {
     cycles_done_.fetch_add(1);
     if (stop) {
       // Every rank stops in this same cycle: free the shared window together.
-      Status freed = executor_.free_shared_regions(
-          std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds));
+      Status freed = executor_.free_shared_regions(shutdown_wait_seconds());
       if (!freed.ok()) log(1, "shared memory left to process exit: " + freed.to_string());
       if (shared_control_ && freed.ok()) {
-        freed = shared_control_->free(
-            Deadline::after(std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)));
+        freed = shared_control_->free(Deadline::after(shutdown_wait_seconds()));
         if (!freed.ok())
           log(1, "negotiation's shared memory left to process exit: " + freed.to_string());
       }
@@ -286,9 +284,8 @@ Status Runtime::run_cycle(bool* stop) {
   }
 
   const auto negotiate_start = SteadyClock::now();
-  const double timeout = shutdown_requested_.load()
-                             ? std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds)
-                             : options_.op_timeout_seconds;
+  const double timeout =
+      shutdown_requested_.load() ? shutdown_wait_seconds() : options_.op_timeout_seconds;
   // An idle rank (woken by a peer's doorbell or its cycle timer) naps soon,
   // leaving the cores to training. A rank with work to run polls (and
   // yields) for up to 1 ms before napping: a nap there adds its wake-up

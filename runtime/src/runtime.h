@@ -14,6 +14,7 @@
 // run_cycle() makes NEGOTIATE and EXECUTE; loop() makes IDLE and STOPPED.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,9 @@ class Runtime {
   // Bound on waits while shutting down (a peer that is gone must not hold
   // every rank for the full op timeout).
   static constexpr double kShutdownTimeoutSeconds = 30.0;
+  double shutdown_wait_seconds() const {
+    return std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds);
+  }
   void loop();
   void wait_for_next_cycle();
   bool doorbell_rang();

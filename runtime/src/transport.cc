@@ -11,6 +11,10 @@
 
 namespace ringscope {
 
+bool oversubscribed(const Topology& topology) {
+  return topology.local_size > static_cast<int>(std::thread::hardware_concurrency());
+}
+
 Deadline Deadline::after(double seconds) {
   Deadline d;
   d.seconds = seconds;

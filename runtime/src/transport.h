@@ -23,6 +23,10 @@ struct Topology {
   int cross_rank = 0, cross_size = 1;
 };
 
+// More ranks on this node than cores: a waiting rank may hold the core the
+// rank it waits for needs, so waits yield instead of busy-polling.
+bool oversubscribed(const Topology& topology);
+
 // An absolute point in time after which a wait gives up.
 struct Deadline {
   SteadyClock::time_point at;
