@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "text_format.h"
+
 namespace ringscope {
 
 EnvLookup process_env() {
@@ -36,9 +38,9 @@ Status parse_double(const std::string& var, const std::string& text, double lo, 
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
-    std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     return Status(StatusCode::kInvalidArgument,
-                  var + "='" + text + "' is invalid: expected a number in " + range);
+                  var + "='" + text + "' is invalid: expected a number in [" + format_number(lo) +
+                      ", " + format_number(hi) + "]");
   }
   *out = v;
   return Status::OK();

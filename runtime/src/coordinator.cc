@@ -2,9 +2,9 @@
 #include "coordinator.h"
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 #include <map>
-#include <sstream>
 
 #include "text_format.h"
 
@@ -17,10 +17,12 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
+// The shortest text that reads back as exactly `v`, so two factors that
+// differ anywhere print differently ("0.1" vs "0.10000001").
 std::string scale_string(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 // Groups ranks by the value of one field; more than one group = mismatch.

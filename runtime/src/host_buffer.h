@@ -17,6 +17,8 @@ class HostBuffer {
  public:
   uint8_t* data() { return data_.get(); }
   size_t size() const { return size_; }
+  // How many times reserve() allocated (the buffer's reuse is observable).
+  uint64_t allocations() const { return allocations_; }
   // Ensures at least `bytes` of capacity; existing contents are not kept.
   void reserve(size_t bytes) {
     if (bytes <= size_) return;
@@ -28,6 +30,7 @@ class HostBuffer {
     }
     std::memset(data_.get(), 0, rounded);
     size_ = rounded;
+    ++allocations_;
   }
 
  private:
@@ -36,6 +39,7 @@ class HostBuffer {
   };
   std::unique_ptr<uint8_t, Free> data_;
   size_t size_ = 0;
+  uint64_t allocations_ = 0;
 };
 
 }  // namespace ringscope

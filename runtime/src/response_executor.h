@@ -52,6 +52,7 @@ class ResponseExecutor {
   void shutdown_device(double timeout_seconds, const Status& reason);
 
   size_t fusion_buffer_bytes() const { return fusion_.size(); }
+  uint64_t fusion_buffer_allocations() const { return fusion_.allocations(); }
 
   // Frees the shared regions at a point every rank reaches (the agreed
   // shutdown cycle, or growing them). Freeing is collective (MPI_Win_free

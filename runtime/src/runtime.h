@@ -73,6 +73,11 @@ class Runtime {
     // responses, split by whether the coordinator was needed.
     uint64_t work_cycles_fast_only = 0, work_cycles_slow = 0;
     int64_t negotiate_ns_fast_only = 0, negotiate_ns_slow = 0;
+    // The host fusion buffer (message-based algorithms; the shared-memory
+    // allreduce fuses straight into its window): its size and how many
+    // times it was allocated. It only grows, so it is allocated once per
+    // new largest fused group and reused by every later group.
+    uint64_t fusion_buffer_bytes = 0, fusion_buffer_allocations = 0;
   };
   Counters counters() const;
 

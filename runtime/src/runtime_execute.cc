@@ -46,6 +46,11 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   std::vector<Status> results;
   std::vector<char> deferred;
   Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.fusion_buffer_bytes = executor_.fusion_buffer_bytes();
+    counters_.fusion_buffer_allocations = executor_.fusion_buffer_allocations();
+  }
 
   const int64_t cb_start = rec ? rec->now_ns() : 0;
   // Every completed name may be submitted again from here on (a callback

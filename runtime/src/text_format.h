@@ -20,4 +20,11 @@ inline std::string format_seconds(double s) {
   return buf;
 }
 
+// A number as a user would write it: "0", "0.1", "10000", "1e+06".
+inline std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 }  // namespace ringscope

@@ -78,18 +78,30 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
     const char* var;
     const char* value;
   };
-  for (Case c :
-       {Case{"RINGSCOPE_FUSION_THRESHOLD", "-1"}, Case{"RINGSCOPE_FUSION_THRESHOLD", "12MB"},
-        Case{"RINGSCOPE_CYCLE_TIME", "abc"}, Case{"RINGSCOPE_CYCLE_TIME", "-0.1"},
-        Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"}, Case{"HOROVOD_CYCLE_TIME", "nan"},
-        Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""}, Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"},
-        Case{"RINGSCOPE_SHARED_MEMORY", "yes"}, Case{"RINGSCOPE_LOG_LEVEL", "9"},
-        Case{"RINGSCOPE_AUTOTUNE", "yes please"}, Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"},
-        Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "fast"},
-        Case{"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", "-1"},
-        Case{"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "1"},
-        Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "1"},
-        Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "16.5"}}) {
+  for (Case c : {Case{"RINGSCOPE_FUSION_THRESHOLD", "-1"},
+                 Case{"RINGSCOPE_FUSION_THRESHOLD", "12MB"},
+                 Case{"RINGSCOPE_CYCLE_TIME", "abc"},
+                 Case{"RINGSCOPE_CYCLE_TIME", "-0.1"},
+                 Case{"RINGSCOPE_CACHE_CAPACITY", "1.5"},
+                 Case{"HOROVOD_CYCLE_TIME", "nan"},
+                 Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""},
+                 Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"},
+                 Case{"RINGSCOPE_SHARED_MEMORY", "yes"},
+                 Case{"RINGSCOPE_LOG_LEVEL", "9"},
+                 Case{"RINGSCOPE_AUTOTUNE", "yes please"},
+                 Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"},
+                 Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "fast"},
+                 Case{"RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS", "-1"},
+                 Case{"RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "1"},
+                 Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "1"},
+                 Case{"RINGSCOPE_AUTOTUNE_MAX_TRIALS", "16.5"},
+                 Case{"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "-5"},
+                 Case{"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "soon"},
+                 Case{"HOROVOD_FUSION_THRESHOLD", "64MB"},
+                 Case{"HOROVOD_FUSION_THRESHOLD", "-1"},
+                 Case{"HOROVOD_CACHE_CAPACITY", "-3"},
+                 Case{"HOROVOD_CACHE_CAPACITY", "2000000"},
+                 Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0"}}) {
     Options o;
     Status s = options_from_env(env_of({{c.var, c.value}}), &o);
     INFO(c.var << "=" << c.value << " -> " << s.to_string());
@@ -97,6 +109,54 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
     CHECK(s.message().find(c.var) != std::string::npos);
     CHECK((s.message().find("expected") != std::string::npos));
   }
+}
+
+TEST_CASE("the message gives the accepted range as a user would write it", "[config]") {
+  struct Case {
+    const char* var;
+    const char* value;
+    const char* range;
+  };
+  for (Case c :
+       {Case{"RINGSCOPE_CYCLE_TIME", "abc", "expected a number in [0, 10000]"},
+        Case{"RINGSCOPE_FUSION_THRESHOLD", "-1", "expected an integer in [0, 1099511627776]"},
+        Case{"RINGSCOPE_CACHE_CAPACITY", "x", "expected an integer in [0, 1048576]"},
+        Case{"RINGSCOPE_STALL_CHECK_SECONDS", "-1", "expected a number in [0, 1e+06]"},
+        Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0.01", "expected a number in [0.1, 1e+06]"},
+        Case{"RINGSCOPE_LOG_LEVEL", "4", "expected an integer in [0, 3]"}}) {
+    Options o;
+    const Status s = options_from_env(env_of({{c.var, c.value}}), &o);
+    CHECK(s.message() == std::string(c.var) + "='" + c.value + "' is invalid: " + c.range);
+  }
+}
+
+TEST_CASE("an invalid value leaves the options untouched", "[config]") {
+  Options o;
+  o.settings.cycle_time_ms = 7.0;
+  o.cache_capacity = 3;
+  REQUIRE_FALSE(options_from_env(env_of({{"RINGSCOPE_CYCLE_TIME", "2"},
+                                         {"RINGSCOPE_CACHE_CAPACITY", "12"},
+                                         {"RINGSCOPE_LOG_LEVEL", "loud"}}),
+                                 &o)
+                    .ok());
+  CHECK(o.settings.cycle_time_ms == 7.0);
+  CHECK(o.cache_capacity == 3);
+}
+
+TEST_CASE("each of ours wins over Horovod's, which is then not even parsed", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_FUSION_THRESHOLD", "4096"},
+                                   {"HOROVOD_FUSION_THRESHOLD", "not a number"},
+                                   {"RINGSCOPE_CACHE_CAPACITY", "0"},
+                                   {"HOROVOD_CACHE_CAPACITY", "64"},
+                                   {"RINGSCOPE_CYCLE_TIME", "0.25"},
+                                   {"HOROVOD_CYCLE_TIME", "5"}}),
+                           &o)
+              .ok());
+  CHECK(o.settings.fusion_threshold_bytes == 4096);
+  CHECK(o.cache_capacity == 0);
+  CHECK_FALSE(o.settings.cache_enabled);
+  CHECK(o.settings.cycle_time_ms == 0.25);
 }
 
 TEST_CASE("autotune variables are read, and off by default", "[config]") {

@@ -43,6 +43,21 @@ TEST_CASE("incompatible tensors go to other groups; order of first member kept",
   CHECK(groups[2].members == std::vector<size_t>{3});
 }
 
+TEST_CASE("only tensors with the same scale factors and place fuse together", "[fusion]") {
+  std::vector<Response> rs(6, ar(4));
+  rs[1].tensor.prescale = 0.5;
+  rs[2].tensor.postscale = 0.5;
+  rs[3].tensor.prescale = 0.5;  // fuses with 1
+  rs[4].tensor.device = 0;      // a GPU tensor never fuses with host tensors
+  auto groups = plan_fusion(rs, 1 << 20);
+  REQUIRE(groups.size() == 4);
+  CHECK(groups[0].members == std::vector<size_t>{0, 5});
+  CHECK(groups[1].members == std::vector<size_t>{1, 3});
+  CHECK(groups[2].members == std::vector<size_t>{2});
+  CHECK(groups[3].members == std::vector<size_t>{4});
+  CHECK(groups[1].offsets == std::vector<size_t>{0, 16});
+}
+
 TEST_CASE("a tensor larger than the threshold runs alone; broadcasts never fuse", "[fusion]") {
   Response b = ar(4);
   b.tensor.op = OpType::kBroadcast;

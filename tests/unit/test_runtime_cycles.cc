@@ -1,0 +1,168 @@
+// Whole runtimes, ranks as threads: the background loop's cycle time (the
+// minimum period between cycle starts while work is outstanding, also after
+// it changes mid-run) and the reuse of the host fusion buffer across cycles.
+//
+// The cycle-time checks are upper bounds on a cycle count over the time
+// actually measured: a slow machine only makes cycles rarer, so they cannot
+// fail from noise, while a loop that ignored the cycle time would run
+// hundreds of cycles where the bound allows a few.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "local_world.h"
+#include "tensor_values.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+
+Options quiet_options(double cycle_ms) {
+  Options o;
+  o.settings.cycle_time_ms = cycle_ms;
+  o.op_timeout_seconds = 30;
+  o.log_level = 0;
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank 0 submits `name` at once, rank 1 `delay` later, so rank 0 has work
+// outstanding for `delay` while every cycle finds nothing to run. Returns,
+// on each rank, the cycles run meanwhile and the seconds they took.
+struct CycleCount {
+  uint64_t cycles = 0;
+  double seconds = 0;
+};
+CycleCount count_cycles_while_waiting(Runtime& rt, int rank, const std::string& name,
+                                      std::chrono::milliseconds delay, ThreadChecks& checks) {
+  std::vector<float> buf(16, 1.0f);
+  if (rank == 1) std::this_thread::sleep_for(delay);
+  const uint64_t before = rt.counters().cycles;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = run_op(rt, allreduce_entry(name, DataType::kFloat32, {16}, buf.data(), buf.data()));
+  checks.expect(s.ok(), s.to_string());
+  return CycleCount{rt.counters().cycles - before, seconds_since(t0)};
+}
+
+// Cycles that a loop honouring `period_ms` may run in `seconds`: one per
+// period, plus the cycle that starts the wait, the one a peer's doorbell
+// starts when it submits, and three to spare (rounding; a switch agreed
+// in the first cycle). Measured: 31 at 10 ms in 0.30 s, 7 at 100 ms in 0.60 s.
+uint64_t most_cycles(double seconds, double period_ms) {
+  return static_cast<uint64_t>(seconds * 1000.0 / period_ms) + 5;
+}
+
+}  // namespace
+
+TEST_CASE("cycles with work outstanding are spaced by the cycle time, also after it changes",
+          "[runtime][cycle]") {
+  const int n = 2;
+  ThreadChecks checks;
+  std::vector<CycleCount> fast(n), slow(n);
+  std::vector<double> applied(n, 0);
+  run_runtimes(n, quiet_options(10.0), [&](int r, Runtime& rt) {
+    fast[r] = count_cycles_while_waiting(rt, r, "a", std::chrono::milliseconds(300), checks);
+    // Rank 0 proposes a slower cycle; every rank switches at one agreed
+    // cycle, which the next op's cycles must already honour.
+    if (r == 0) {
+      Settings s = rt.settings();
+      s.cycle_time_ms = 100.0;
+      rt.propose_settings(s);
+    }
+    std::vector<float> buf(16, 1.0f);
+    Status s =
+        run_op(rt, allreduce_entry("switch", DataType::kFloat32, {16}, buf.data(), buf.data()));
+    checks.expect(s.ok(), s.to_string());
+    applied[r] = rt.settings().cycle_time_ms;
+    slow[r] = count_cycles_while_waiting(rt, r, "b", std::chrono::milliseconds(600), checks);
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r << ": " << fast[r].cycles << " cycles in " << fast[r].seconds
+                 << " s at 10 ms, then " << slow[r].cycles << " in " << slow[r].seconds
+                 << " s at 100 ms");
+    CHECK(applied[r] == 100.0);
+    CHECK(fast[r].cycles >= 1);
+    CHECK(fast[r].cycles <= most_cycles(fast[r].seconds, 10.0));
+    CHECK(slow[r].cycles >= 1);
+    CHECK(slow[r].cycles <= most_cycles(slow[r].seconds, 100.0));
+  }
+}
+
+TEST_CASE("the host fusion buffer is allocated per new largest group, then reused",
+          "[runtime][fusion]") {
+  const int n = 2;
+  Options o = quiet_options(5.0);  // a rank whose peer lags waits for it
+  o.shared_memory = false;         // the message-based ring fuses through the host buffer
+  o.settings.fusion_threshold_bytes = 64 * 1024;
+  constexpr int kSteps = 30, kTensors = 16;  // 16 x 16 KiB: fused groups of up to 4
+  ThreadChecks checks;
+  std::vector<Runtime::Counters> after_steps(n), after_growth(n), after_switch(n), after_shrink(n);
+  run_runtimes(n, o, [&](int r, Runtime& rt) {
+    std::vector<std::vector<uint8_t>> bufs;
+    auto step = [&](int i) {
+      // Inputs first, so the submissions come as one burst (one cycle).
+      bufs.clear();
+      for (int t = 0; t < kTensors; ++t) bufs.push_back(make_input(DataType::kFloat32, r, 4096, t));
+      std::vector<std::promise<Status>> done(kTensors);
+      for (int t = 0; t < kTensors; ++t) {
+        TensorEntry e = allreduce_entry("t" + std::to_string(t), DataType::kFloat32, {4096},
+                                        bufs[t].data(), bufs[t].data());
+        e.done = [&done, t](const Status& s) { done[t].set_value(s); };
+        Status s = rt.submit(std::move(e));
+        if (!s.ok()) done[t].set_value(s);
+      }
+      for (int t = 0; t < kTensors; ++t) {
+        Status s = done[t].get_future().get();
+        checks.expect(s.ok(), "step " + std::to_string(i) + ": " + s.to_string());
+        checks.expect(get_element(DataType::kFloat32, bufs[t].data(), 7) ==
+                          expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, 7, 1, 1, t),
+                      "fused value, step " + std::to_string(i));
+      }
+    };
+    auto set_threshold = [&](int64_t bytes) {
+      if (r == 0) {
+        Settings s = rt.settings();
+        s.fusion_threshold_bytes = bytes;
+        rt.propose_settings(s);
+      }
+      // The switch is agreed in some cycle of the next steps.
+      for (int i = 0; i < 50 && rt.settings().fusion_threshold_bytes != bytes; ++i) step(-1);
+      checks.expect(rt.settings().fusion_threshold_bytes == bytes, "threshold switched");
+    };
+    for (int i = 0; i < kSteps; ++i) step(i);
+    after_steps[r] = rt.counters();
+    set_threshold(256 * 1024);
+    for (int i = 0; i < kSteps; ++i) step(i);
+    after_growth[r] = rt.counters();
+    set_threshold(64 * 1024);
+    after_switch[r] = rt.counters();
+    for (int i = 0; i < kSteps; ++i) step(i);
+    after_shrink[r] = rt.counters();
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    // Group sizes are multiples of 16 KiB up to the threshold, and the
+    // buffer only grows: at most 4 allocations for the first 30 steps
+    // (dozens of fused groups), at most 12 more after the threshold grew
+    // to 256 KiB, none once it is back at 64 KiB.
+    CHECK(after_steps[r].fusion_buffer_allocations >= 1);
+    CHECK(after_steps[r].fusion_buffer_allocations <= 4);
+    CHECK(after_steps[r].fusion_buffer_bytes >= 32 * 1024);
+    CHECK(after_steps[r].fusion_buffer_bytes <= 64 * 1024);
+    CHECK(after_growth[r].fusion_buffer_allocations <=
+          after_steps[r].fusion_buffer_allocations + 12);
+    CHECK(after_growth[r].fusion_buffer_bytes <= 256 * 1024);
+    CHECK(after_growth[r].fusion_buffer_bytes >= after_steps[r].fusion_buffer_bytes);
+    CHECK(after_shrink[r].fusion_buffer_allocations == after_switch[r].fusion_buffer_allocations);
+    CHECK(after_shrink[r].fusion_buffer_bytes == after_switch[r].fusion_buffer_bytes);
+  }
+}
