@@ -70,7 +70,7 @@ Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
                       "; ringscope calls MPI from its background thread and needs "
                       "MPI_THREAD_SERIALIZED or higher (use MPI_Init_thread)");
   std::unique_ptr<MpiTransport> transport;
-  Status s = MpiTransport::create(comm, &transport);
+  Status s = MpiTransport::create(comm, &transport, Deadline::after(options.op_timeout_seconds));
   if (!s.ok()) return s;
   const Topology topo = transport->topology();
   return start_runtime(p, std::move(transport), topo, options);

@@ -136,15 +136,36 @@ class MpiSharedRegions : public SharedRegions {
 
 }  // namespace
 
-Status MpiTransport::create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out) {
-  return create_one(comm, /*with_cross=*/true, out);
+Status MpiTransport::create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out, Deadline deadline) {
+  return create_one(comm, /*with_cross=*/true, deadline, out);
 }
 
-Status MpiTransport::create_one(MPI_Comm comm, bool with_cross,
+Status MpiTransport::create_one(MPI_Comm comm, bool with_cross, Deadline deadline,
                                 std::unique_ptr<MpiTransport>* out) {
   std::unique_ptr<MpiTransport> t(new MpiTransport());
-  if (MPI_Comm_dup(comm, &t->comm_) != MPI_SUCCESS)
-    return Status(StatusCode::kInternal, "MPI_Comm_dup failed");
+  int rank = -1;
+  MPI_Comm_rank(comm, &rank);
+  // The one step that waits for every rank to arrive: once the duplicate
+  // exists, every rank is inside create, and the splits below complete.
+  auto dup = std::make_unique<MpiOp>();
+  dup->self = rank;
+  MPI_Comm comm_dup = MPI_COMM_NULL;
+  if (MPI_Comm_idup(comm, &comm_dup, &dup->req) != MPI_SUCCESS)
+    return Status(StatusCode::kInternal, "MPI_Comm_idup failed", rank);
+  Status waited = wait_op(*dup, deadline, WaitMode::kControl);
+  if (waited.code() == StatusCode::kTimeout) {
+    // A pending collective request may be neither cancelled nor freed (MPI
+    // standard, 5.12): it is left to the process's exit.
+    (void)dup.release();
+    return Status(StatusCode::kTimeout,
+                  "ringscope init: not every rank of the communicator arrived within " +
+                      format_seconds(deadline.seconds) +
+                      " (RINGSCOPE_OP_TIMEOUT_SECONDS): a rank may have died, be still busy "
+                      "before its init, or be initialising over another communicator",
+                  rank);
+  }
+  if (!waited.ok()) return waited;
+  t->comm_ = comm_dup;
   MPI_Comm_set_errhandler(t->comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(t->comm_, &t->topo_.rank);
   MPI_Comm_size(t->comm_, &t->topo_.size);
@@ -159,7 +180,7 @@ Status MpiTransport::create_one(MPI_Comm comm, bool with_cross,
     MPI_Comm_rank(cross, &t->topo_.cross_rank);
     MPI_Comm_size(cross, &t->topo_.cross_size);
     Status s;
-    if (t->topo_.cross_size > 1) s = create_one(cross, /*with_cross=*/false, &t->cross_);
+    if (t->topo_.cross_size > 1) s = create_one(cross, /*with_cross=*/false, deadline, &t->cross_);
     MPI_Comm_free(&local);
     MPI_Comm_free(&cross);
     if (!s.ok()) return s;

@@ -14,7 +14,12 @@ class MpiTransport : public Transport {
  public:
   // Duplicates `comm`; the duplicate is freed in the destructor.
   // Also builds the cross-node transport (ranks with the same local rank).
-  static Status create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out);
+  // Creation is collective over `comm`: the duplicate is made with
+  // MPI_Comm_idup and waited for until `deadline`, so a rank that never
+  // arrives gives every other rank a kTimeout instead of a hang.
+  static Status create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out,
+                       Deadline deadline = Deadline::after(kDefaultCreateSeconds));
+  static constexpr double kDefaultCreateSeconds = 300.0;
   ~MpiTransport() override;
 
   int rank() const override { return topo_.rank; }
@@ -42,7 +47,8 @@ class MpiTransport : public Transport {
   // `what` and says a rank may have died.
   Status wait_request(MPI_Request* req, Deadline deadline, const char* what, WaitMode mode);
 
-  static Status create_one(MPI_Comm comm, bool with_cross, std::unique_ptr<MpiTransport>* out);
+  static Status create_one(MPI_Comm comm, bool with_cross, Deadline deadline,
+                           std::unique_ptr<MpiTransport>* out);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Topology topo_;

@@ -1,12 +1,14 @@
 // The runtime over real MPI processes: correctness against a local reference
 // for every dtype, op and many sizes (0, 1, fewer than ranks, 64 MiB), any
 // submission order, several submitting threads, the MPI_Allreduce
-// alternative, settings switched mid-run, and errors reaching every rank.
+// alternative, settings switched mid-run, errors reaching every rank, and
+// init over a caller's communicator with the topology it reports.
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "local_world.h"
 #include "mpi_transport.h"
 #include "ringscope/ringscope.h"
+#include "ringscope/ringscope_mpi.h"
 #include "runtime.h"
 #include "tensor_values.h"
 
@@ -334,4 +337,73 @@ TEST_CASE("a tensor one rank submits late produces a stall warning", "[mpi]") {
     CHECK(text.find("tensor 'slowpoke'") != std::string::npos);
     CHECK(text.find("missing on rank " + std::to_string(n - 1)) != std::string::npos);
   }
+}
+
+namespace {
+
+// The topology worked out independently of MPI_Comm_split_type: ranks of
+// `comm` with the same processor name share a node.
+Topology topology_by_host_name(MPI_Comm comm) {
+  Topology t;
+  MPI_Comm_rank(comm, &t.rank);
+  MPI_Comm_size(comm, &t.size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<size_t>(t.size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, comm);
+  auto host = [&](int r) {
+    return std::string(&all[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  };
+  std::vector<int> local_rank_of(t.size);
+  std::map<std::string, int> per_host;
+  for (int r = 0; r < t.size; ++r) local_rank_of[r] = per_host[host(r)]++;
+  t.local_rank = local_rank_of[t.rank];
+  t.local_size = per_host[host(t.rank)];
+  t.cross_rank = t.cross_size = 0;
+  for (int r = 0; r < t.size; ++r)
+    if (local_rank_of[r] == t.local_rank) {
+      if (r < t.rank) ++t.cross_rank;
+      ++t.cross_size;
+    }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("public API: init over a communicator of the caller's, with its topology", "[mpi]") {
+  ringscope::shutdown();
+  const int n = world_size(), r = world_rank();
+  // Even and odd world ranks form two communicators (one at np=1).
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+  const Topology want = topology_by_host_name(half);
+  REQUIRE(ringscope::init(half, test_options()).ok());
+  CHECK(ringscope::rank() == r / 2);
+  CHECK(ringscope::size() == (r % 2 == 0 ? (n + 1) / 2 : n / 2));
+  CHECK(ringscope::local_rank() == want.local_rank);
+  CHECK(ringscope::local_size() == want.local_size);
+  CHECK(ringscope::cross_rank() == want.cross_rank);
+  CHECK(ringscope::cross_size() == want.cross_size);
+  // An allreduce stays inside the communicator: the sum of its world ranks.
+  std::vector<int32_t> v(1000, r);
+  REQUIRE(ringscope::allreduce("half", DataType::kInt32, {1000}, v.data(), v.data(), ReduceOp::kSum)
+              .ok());
+  int32_t want_sum = 0;
+  for (int q = r % 2; q < n; q += 2) want_sum += q;
+  CHECK(v[0] == want_sum);
+  CHECK(v[999] == want_sum);
+  ringscope::shutdown();
+
+  // Over the world, too: the same independent topology.
+  const Topology world = topology_by_host_name(MPI_COMM_WORLD);
+  REQUIRE(ringscope::init(MPI_COMM_WORLD, test_options()).ok());
+  CHECK(ringscope::rank() == r);
+  CHECK(ringscope::local_rank() == world.local_rank);
+  CHECK(ringscope::local_size() == world.local_size);
+  CHECK(ringscope::cross_rank() == world.cross_rank);
+  CHECK(ringscope::cross_size() == world.cross_size);
+  ringscope::shutdown();
+  MPI_Comm_free(&half);
 }
