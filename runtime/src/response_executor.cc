@@ -365,6 +365,12 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
         Status(StatusCode::kInvalidArgument,
                "allgather of '" + r.tensor.name + "': the output allocator returned no memory", me);
     gather_fallback_.reserve(total);
+    if (gather_fallback_.size() < total)  // nothing to take part with: the peers time out
+      return Status(StatusCode::kInternal,
+                    "allgather of '" + r.tensor.name + "': the output allocator returned no " +
+                        "memory, and neither could ringscope allocate " + std::to_string(total) +
+                        " bytes to take part",
+                    me);
     out = gather_fallback_.data();
   }
   if (blocks[me] > 0) std::memcpy(out + my_offset, e.input, blocks[me]);
