@@ -177,6 +177,36 @@ void combine_scaled_to_both(DataType dtype, ReduceOp op, void* dst, void* out, c
   });
 }
 
+bool is_16bit_float(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+}
+
+void widen_add(DataType dtype, float* acc, const void* src, size_t count, bool first) {
+  auto run = [&](auto tag) {
+    using H = decltype(tag);
+    const H* x = static_cast<const H*>(src);
+    if (first)
+      for (size_t i = 0; i < count; ++i) acc[i] = static_cast<float>(x[i]);
+    else
+      for (size_t i = 0; i < count; ++i) acc[i] += static_cast<float>(x[i]);
+  };
+  if (dtype == DataType::kFloat16) run(Eigen::half{});
+  if (dtype == DataType::kBFloat16) run(Eigen::bfloat16{});
+}
+
+void narrow_scaled_to_both(DataType dtype, void* dst, void* out, const float* acc, size_t count,
+                           double factor) {
+  const float f = static_cast<float>(factor);
+  auto run = [&](auto tag) {
+    using H = decltype(tag);
+    H* d = static_cast<H*>(dst);
+    H* o = static_cast<H*>(out);
+    for (size_t i = 0; i < count; ++i) d[i] = o[i] = H(acc[i] * f);
+  };
+  if (dtype == DataType::kFloat16) run(Eigen::half{});
+  if (dtype == DataType::kBFloat16) run(Eigen::bfloat16{});
+}
+
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor) {
   if (factor == 1.0 || count == 0) return;
   dispatch(dtype, [&](auto tag) {

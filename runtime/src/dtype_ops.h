@@ -22,6 +22,15 @@ void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* 
 void combine_scaled_to_both(DataType dtype, ReduceOp op, void* dst, void* out, const void* a,
                             const void* b, size_t count, double factor);
 
+// float16 / bfloat16: the sum of many inputs accumulated in float32 and
+// rounded once (where one rank combines every rank's contribution, as in the
+// shared-memory allreduce). acc[i] = float(src[i]) when `first`, else
+// acc[i] += float(src[i]); then dst[i] = out[i] = round(acc[i] * factor).
+bool is_16bit_float(DataType dtype);
+void widen_add(DataType dtype, float* acc, const void* src, size_t count, bool first);
+void narrow_scaled_to_both(DataType dtype, void* dst, void* out, const float* acc, size_t count,
+                           double factor);
+
 // buf[i] *= factor (integers are scaled in double and truncated).
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor);
 

@@ -78,12 +78,28 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   for (int q = 0; q < n; ++q)
     if (q != r) peers.push_back(ctx.shared->region(q));
   const size_t block = std::max<size_t>(1, kBlockBytes / es);
+  // 16-bit float sums: every rank's block widened into one float32
+  // accumulator and rounded once, with the postscale (docs/design.md).
+  const bool wide = is_16bit_float(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kAverage);
+  float* wide_acc = nullptr;
+  if (wide) {
+    ctx.scratch->reserve(block * sizeof(float));
+    if (ctx.scratch->size() < block * sizeof(float))
+      return Status(StatusCode::kInternal, "cannot allocate the float32 accumulator", r);
+    wide_acc = reinterpret_cast<float*>(ctx.scratch->data());
+  }
   for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
     for (size_t done = 0; done < len; done += block) {
       const size_t i = first + done, m = std::min(block, len - done);
       uint8_t* dst = at(region, i, es);
       // With a prescale the scaled contribution is in the region already.
       const uint8_t* acc = prescale != 1.0 ? dst : at(p.input, i - p.first, es);
+      if (wide) {
+        widen_add(dtype, wide_acc, acc, m, /*first=*/true);
+        for (const uint8_t* peer : peers) widen_add(dtype, wide_acc, at(peer, i, es), m, false);
+        narrow_scaled_to_both(dtype, dst, at(p.output, i - p.first, es), wide_acc, m, postscale);
+        continue;
+      }
       for (size_t k = 0; k + 1 < peers.size(); ++k) {
         if (acc == dst)
           reduce_into(dtype, op, dst, at(peers[k], i, es), m);

@@ -18,7 +18,8 @@
 // Per rank that is one pass over (n-1)/n of the data in, one over 1/n
 // combined and one over (n-1)/n out. Steps 2-3 are recorded as
 // RING_REDUCE_SCATTER step 0 and step 4 as RING_ALLGATHER step 0, with no
-// peer (every rank is its peer).
+// peer (every rank is its peer). float16/bfloat16 sums are accumulated in
+// float32 over every rank's contribution and rounded once, postscale included.
 #pragma once
 
 #include <vector>

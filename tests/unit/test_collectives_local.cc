@@ -214,6 +214,33 @@ TEST_CASE("shared-memory allreduce: one reduce step over this rank's slice and o
   }
 }
 
+TEST_CASE("shared-memory allreduce sums float16 and bfloat16 in float32, rounding once",
+          "[shared][allreduce]") {
+  // 1 + e + e with e half a unit in the last place at 1.0: rounded after
+  // each add it stays 1 (ties to even), accumulated in float32 it is 1 + 2e.
+  for (auto [dtype, e] :
+       {std::pair{DataType::kFloat16, 1.0 / 2048}, std::pair{DataType::kBFloat16, 1.0 / 256}}) {
+    const int n = 3;
+    const size_t count = 1000;  // every rank owns a slice
+    std::vector<std::vector<uint8_t>> bufs(n);
+    run_ranks(n, [&](int r, Transport& tr) {
+      bufs[r].assign(count * dtype_size(dtype), 0);
+      const double v = r == 0 ? 1.0 : e;
+      for (size_t i = 0; i < count; ++i) set_element(dtype, bufs[r].data(), i, v);
+      HostBuffer scratch;
+      Status s =
+          shared_allreduce(context(tr, scratch), bufs[r].data(), count, dtype, ReduceOp::kSum);
+      if (!s.ok()) bufs[r].clear();
+    });
+    for (int r = 0; r < n; ++r) {
+      INFO(dtype_name(dtype) << " rank " << r);
+      REQUIRE(bufs[r].size() == count * dtype_size(dtype));
+      for (size_t i : {size_t{0}, size_t{500}, count - 1})
+        CHECK(get_element(dtype, bufs[r].data(), i) == 1.0 + 2 * e);
+    }
+  }
+}
+
 TEST_CASE("shared-memory allreduce: a rank that never arrives is a timeout, not a hang",
           "[shared][fault]") {
   auto fabric = std::make_shared<LocalFabric>(3);
