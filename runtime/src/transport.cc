@@ -43,6 +43,12 @@ Backoff::Backoff(WaitMode mode)
                                             : spin_) {}
 
 void Backoff::pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  // A spinning poll must not starve a rank on the sibling hardware thread
+  // (2-vCPU VMs are often one core's two threads), nor flush the pipeline
+  // when the awaited store lands.
+  __builtin_ia32_pause();
+#endif
   if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
   const auto waited = SteadyClock::now() - start_;
   if (waited < spin_) return;
