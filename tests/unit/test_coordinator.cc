@@ -60,44 +60,38 @@ TEST_CASE("dtype, op, root and scale mismatches are reported", "[coordinator]") 
   CHECK(ready.back().error.find("Mismatched operation for tensor 'o'") == 0);
 }
 
+// Rank r submits per_rank[r]; returns the one response that completes.
+static Response decide(Coordinator& c, const std::vector<Request>& per_rank) {
+  std::vector<Response> ready;
+  for (size_t r = 0; r < per_rank.size(); ++r) c.add(static_cast<int>(r), per_rank[r], &ready);
+  REQUIRE(ready.size() == 1);
+  return ready[0];
+}
+
 TEST_CASE("reduce op, postscale and host/GPU mismatches name the field and the ranks",
           "[coordinator]") {
-  std::vector<Response> ready;
   Coordinator c(3);
   Request sum = req("r"), max = sum;
   max.reduce = ReduceOp::kMax;
-  c.add(0, sum, &ready);
-  c.add(1, max, &ready);
-  c.add(2, sum, &ready);
-  REQUIRE(ready.size() == 1);
-  CHECK(ready.back().kind == Response::Kind::kError);
-  CHECK(ready.back().error ==
-        "Mismatched reduce op for tensor 'r': sum on ranks 0, 2; max on rank 1");
+  const Response op = decide(c, {sum, max, sum});
+  CHECK(op.kind == Response::Kind::kError);
+  CHECK(op.error == "Mismatched reduce op for tensor 'r': sum on ranks 0, 2; max on rank 1");
 
   Request a = req("q"), b = a;
   b.postscale = 0.25;
-  c.add(0, a, &ready);
-  c.add(1, a, &ready);
-  c.add(2, b, &ready);
-  CHECK(ready.back().error ==
+  CHECK(decide(c, {a, a, b}).error ==
         "Mismatched postscale factor for tensor 'q': 1 on ranks 0, 1; 0.25 on rank 2");
 
   // Factors that differ only in the eighth digit still differ.
   Request close = req("s"), closer = close;
   close.prescale = 0.1;
   closer.prescale = 0.10000001;
-  c.add(0, close, &ready);
-  c.add(1, close, &ready);
-  c.add(2, closer, &ready);
-  CHECK(ready.back().error ==
+  CHECK(decide(c, {close, close, closer}).error ==
         "Mismatched prescale factor for tensor 's': 0.1 on ranks 0, 1; 0.10000001 on rank 2");
 
   Request host = req("g"), gpu = host;
   gpu.device = 0;
-  c.add(0, gpu, &ready);
-  c.add(1, host, &ready);
-  c.add(2, gpu, &ready);
-  CHECK(ready.back().error ==
+  CHECK(decide(c, {gpu, host, gpu}).error ==
         "Mismatched device (host or GPU) for tensor 'g': GPU on ranks 0, 2; host on rank 1");
   CHECK(c.pending() == 0);
 }
