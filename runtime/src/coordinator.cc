@@ -2,7 +2,6 @@
 #include "coordinator.h"
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 #include <map>
 
@@ -15,14 +14,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
   return s;
-}
-
-// The shortest text that reads back as exactly `v`, so two factors that
-// differ anywhere print differently ("0.1" vs "0.10000001").
-std::string scale_string(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 // Groups ranks by the value of one field; more than one group = mismatch.
@@ -59,9 +50,9 @@ bool describe_disagreement(const std::string& name, const std::vector<std::optio
     checks.push_back(
         {"reduce op", [](const Request& r) { return std::string(reduce_op_name(r.reduce)); }});
     checks.push_back(
-        {"prescale factor", [](const Request& r) { return scale_string(r.prescale); }});
+        {"prescale factor", [](const Request& r) { return format_number(r.prescale); }});
     checks.push_back(
-        {"postscale factor", [](const Request& r) { return scale_string(r.postscale); }});
+        {"postscale factor", [](const Request& r) { return format_number(r.postscale); }});
   }
   if (op == OpType::kBroadcast)
     checks.push_back({"root rank", [](const Request& r) { return std::to_string(r.root); }});

@@ -11,6 +11,10 @@ namespace ringscope {
 namespace {
 
 template <typename T>
+inline constexpr bool is_16bit_v =
+    std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+
+template <typename T>
 void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_t n) {
   switch (op) {
     case ReduceOp::kSum:
@@ -141,7 +145,7 @@ void dispatch(DataType dtype, Fn&& fn) {
 void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+    if constexpr (is_16bit_v<T>) {
       reduce_half(op, static_cast<T*>(dst), static_cast<const T*>(src), count);
     } else {
       reduce_typed(op, static_cast<T*>(dst), static_cast<const T*>(src), count);
@@ -152,7 +156,7 @@ void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t
 void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+    if constexpr (is_16bit_v<T>) {
       std::memcpy(dst, a, count * sizeof(T));
       reduce_half(op, static_cast<T*>(dst), static_cast<const T*>(b), count);
     } else {
@@ -182,29 +186,29 @@ bool is_16bit_float(DataType dtype) {
 }
 
 void widen_add(DataType dtype, float* acc, const void* src, size_t count, bool first) {
-  auto run = [&](auto tag) {
+  dispatch(dtype, [&](auto tag) {
     using H = decltype(tag);
-    const H* x = static_cast<const H*>(src);
-    if (first)
-      for (size_t i = 0; i < count; ++i) acc[i] = static_cast<float>(x[i]);
-    else
-      for (size_t i = 0; i < count; ++i) acc[i] += static_cast<float>(x[i]);
-  };
-  if (dtype == DataType::kFloat16) run(Eigen::half{});
-  if (dtype == DataType::kBFloat16) run(Eigen::bfloat16{});
+    if constexpr (is_16bit_v<H>) {
+      const H* x = static_cast<const H*>(src);
+      if (first)
+        for (size_t i = 0; i < count; ++i) acc[i] = static_cast<float>(x[i]);
+      else
+        for (size_t i = 0; i < count; ++i) acc[i] += static_cast<float>(x[i]);
+    }
+  });
 }
 
 void narrow_scaled_to_both(DataType dtype, void* dst, void* out, const float* acc, size_t count,
                            double factor) {
   const float f = static_cast<float>(factor);
-  auto run = [&](auto tag) {
+  dispatch(dtype, [&](auto tag) {
     using H = decltype(tag);
-    H* d = static_cast<H*>(dst);
-    H* o = static_cast<H*>(out);
-    for (size_t i = 0; i < count; ++i) d[i] = o[i] = H(acc[i] * f);
-  };
-  if (dtype == DataType::kFloat16) run(Eigen::half{});
-  if (dtype == DataType::kBFloat16) run(Eigen::bfloat16{});
+    if constexpr (is_16bit_v<H>) {
+      H* d = static_cast<H*>(dst);
+      H* o = static_cast<H*>(out);
+      for (size_t i = 0; i < count; ++i) d[i] = o[i] = H(acc[i] * f);
+    }
+  });
 }
 
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor) {

@@ -17,9 +17,9 @@ class MpiTransport : public Transport {
   // Creation is collective over `comm`: the duplicate is made with
   // MPI_Comm_idup and waited for until `deadline`, so a rank that never
   // arrives gives every other rank a kTimeout instead of a hang.
+  // The default is the default RINGSCOPE_OP_TIMEOUT_SECONDS.
   static Status create(MPI_Comm comm, std::unique_ptr<MpiTransport>* out,
-                       Deadline deadline = Deadline::after(kDefaultCreateSeconds));
-  static constexpr double kDefaultCreateSeconds = 300.0;
+                       Deadline deadline = Deadline::after(Options().op_timeout_seconds));
   ~MpiTransport() override;
 
   int rank() const override { return topo_.rank; }

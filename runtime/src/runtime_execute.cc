@@ -46,7 +46,9 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   std::vector<Status> results;
   std::vector<char> deferred;
   Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
-  {
+  // Only this thread writes these fields, so it may read them unlocked; the
+  // lock is taken only in the rare cycle where the buffer grew.
+  if (executor_.fusion_buffer_allocations() != counters_.fusion_buffer_allocations) {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.fusion_buffer_bytes = executor_.fusion_buffer_bytes();
     counters_.fusion_buffer_allocations = executor_.fusion_buffer_allocations();

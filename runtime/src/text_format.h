@@ -1,6 +1,7 @@
 // Small text helpers for user-facing messages.
 #pragma once
 
+#include <charconv>
 #include <cstdio>
 #include <string>
 
@@ -20,11 +21,12 @@ inline std::string format_seconds(double s) {
   return buf;
 }
 
-// A number as a user would write it: "0", "0.1", "10000", "1e+06".
+// The shortest text that reads back as exactly `v`: "0", "0.1", "10000",
+// "1e+06", and "0.10000001" apart from "0.1".
 inline std::string format_number(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 }  // namespace ringscope

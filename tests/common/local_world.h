@@ -72,6 +72,24 @@ inline TensorEntry allreduce_entry(const std::string& name, DataType dtype, Shap
   return e;
 }
 
+// Submits `names` (in the given order, as one burst) asynchronously as
+// in-place allreduces of bufs[i], waits for all; returns their statuses.
+inline std::vector<Status> allreduce_many(Runtime& rt, const std::vector<std::string>& names,
+                                          std::vector<std::vector<uint8_t>>& bufs, DataType t,
+                                          size_t count, ReduceOp op = ReduceOp::kSum) {
+  std::vector<std::promise<Status>> done(names.size());
+  std::vector<Status> out(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    TensorEntry e = allreduce_entry(names[i], t, {static_cast<int64_t>(count)}, bufs[i].data(),
+                                    bufs[i].data(), op);
+    e.done = [&done, i](const Status& s) { done[i].set_value(s); };
+    Status s = rt.submit(std::move(e));
+    if (!s.ok()) done[i].set_value(s);
+  }
+  for (size_t i = 0; i < names.size(); ++i) out[i] = done[i].get_future().get();
+  return out;
+}
+
 }  // namespace ringscope::testing
 
 namespace ringscope::testing {

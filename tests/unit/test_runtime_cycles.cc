@@ -106,21 +106,15 @@ TEST_CASE("the host fusion buffer is allocated per new largest group, then reuse
   std::vector<Runtime::Counters> after_steps(n), after_growth(n), after_switch(n), after_shrink(n);
   run_runtimes(n, o, [&](int r, Runtime& rt) {
     std::vector<std::vector<uint8_t>> bufs;
+    std::vector<std::string> names;
+    for (int t = 0; t < kTensors; ++t) names.push_back("t" + std::to_string(t));
     auto step = [&](int i) {
       // Inputs first, so the submissions come as one burst (one cycle).
       bufs.clear();
       for (int t = 0; t < kTensors; ++t) bufs.push_back(make_input(DataType::kFloat32, r, 4096, t));
-      std::vector<std::promise<Status>> done(kTensors);
+      const std::vector<Status> res = allreduce_many(rt, names, bufs, DataType::kFloat32, 4096);
       for (int t = 0; t < kTensors; ++t) {
-        TensorEntry e = allreduce_entry("t" + std::to_string(t), DataType::kFloat32, {4096},
-                                        bufs[t].data(), bufs[t].data());
-        e.done = [&done, t](const Status& s) { done[t].set_value(s); };
-        Status s = rt.submit(std::move(e));
-        if (!s.ok()) done[t].set_value(s);
-      }
-      for (int t = 0; t < kTensors; ++t) {
-        Status s = done[t].get_future().get();
-        checks.expect(s.ok(), "step " + std::to_string(i) + ": " + s.to_string());
+        checks.expect(res[t].ok(), "step " + std::to_string(i) + ": " + res[t].to_string());
         checks.expect(get_element(DataType::kFloat32, bufs[t].data(), 7) ==
                           expected_allreduce(DataType::kFloat32, ReduceOp::kSum, n, 7, 1, 1, t),
                       "fused value, step " + std::to_string(i));

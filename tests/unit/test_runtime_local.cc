@@ -23,22 +23,6 @@ Options fast_options() {
   return o;
 }
 
-// Submits `names` (in the given order) asynchronously, waits for all.
-std::vector<Status> allreduce_many(Runtime& rt, const std::vector<std::string>& names,
-                                   std::vector<std::vector<uint8_t>>& bufs, DataType t,
-                                   size_t count, ReduceOp op = ReduceOp::kSum) {
-  std::vector<std::promise<Status>> done(names.size());
-  std::vector<Status> out(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    TensorEntry e = allreduce_entry(names[i], t, {static_cast<int64_t>(count)}, bufs[i].data(),
-                                    bufs[i].data(), op);
-    e.done = [&done, i](const Status& s) { done[i].set_value(s); };
-    Status s = rt.submit(std::move(e));
-    if (!s.ok()) done[i].set_value(s);
-  }
-  for (size_t i = 0; i < names.size(); ++i) out[i] = done[i].get_future().get();
-  return out;
-}
 }  // namespace
 
 TEST_CASE("tensors submitted in different orders on each rank all complete correctly",
