@@ -154,12 +154,17 @@ int main(int argc, char** argv) {
   ctx.scratch = &scratch;
   if (seg_min) ctx.min_segment_bytes = seg_min;
   if (seg_max) ctx.max_segment_bytes = seg_max;
+  // Used as the runtime uses them: room for two allreduces, so consecutive
+  // small ones alternate halves (AlternatingHalves).
   std::unique_ptr<SharedRegions> regions;
+  std::unique_ptr<AlternatingHalves> halves;
   if (shared && ring_transport
-                    ->allocate_shared_regions(std::min(max_bytes, kSharedMemoryMaxBytes),
+                    ->allocate_shared_regions(std::min(2 * max_bytes, kSharedMemoryMaxBytes),
                                               Deadline::after(60), &regions)
-                    .ok())
+                    .ok()) {
     ctx.shared = regions.get();
+    halves = std::make_unique<AlternatingHalves>(regions.get());
+  }
 
   const double memcpy_bw = memcpy_gbps(rank);
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
@@ -194,7 +199,8 @@ int main(int argc, char** argv) {
       t0 = now_s();
       // "ours": the algorithm the runtime picks for this size.
       if (algorithm == kSharedMemory)
-        shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+        shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                                halves.get());
       else if (algorithm == kRecursiveDoubling)
         recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else if (algorithm == kHalvingDoubling)

@@ -263,14 +263,17 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
                                                 bool* ready) {
   *ready = false;
   if (shared_unavailable_) return Status::OK();
-  if (shared_ && shared_->bytes_per_rank() >= bytes) {
+  // Room for two allreduces of this size where it fits, so consecutive ones
+  // alternate halves and skip a barrier (AlternatingHalves).
+  const size_t wanted = AlternatingHalves::alternates(bytes) ? 2 * bytes : bytes;
+  if (shared_ && shared_->bytes_per_rank() >= wanted) {
     *ready = true;
     return Status::OK();
   }
   // Every rank makes this decision in the same collective (same responses,
   // same settings), so the collective free and allocation line up.
   size_t grown = size_t{1} << 20;
-  while (grown < bytes) grown *= 2;
+  while (grown < wanted) grown *= 2;
   if (Status s = free_shared_regions(p.timeout_seconds); !s.ok()) return s;
   Status s = transport_->allocate_shared_regions(std::min(grown, kSharedMemoryMaxBytes),
                                                  Deadline::after(p.timeout_seconds), &shared_);
@@ -279,12 +282,14 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
     return Status::OK();
   }
   if (!s.ok()) return s;
+  halves_ = std::make_unique<AlternatingHalves>(shared_.get());
   *ready = true;
   return Status::OK();
 }
 
 Status ResponseExecutor::free_shared_regions(double timeout_seconds) {
   if (!shared_) return Status::OK();
+  halves_.reset();
   Status s = shared_->barrier(Deadline::after(timeout_seconds));
   if (s.ok())
     shared_.reset();
@@ -311,7 +316,10 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const
     const size_t bytes = responses[g.members[i]].bytes();
     pieces[i] = {g.offsets[i] / es, bytes / es, e.input, e.output};
   }
-  const CollectiveContext ctx = context(p, seq, name_id);
+  CollectiveContext ctx = context(p, seq, name_id);
+  AlternatingHalves::Turn turn;
+  if (Status s = halves_->next(g.bytes, ctx.deadline(), &turn); !s.ok()) return s;
+  ctx.shared = turn.regions;
   const size_t count = g.bytes / es;
   shared_memory_copy_in(ctx, pieces, count, t.dtype, t.prescale);
   if (g.fused())
@@ -330,7 +338,7 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const
 
   // Copy the other slices out of their owners' regions.
   const int64_t out_start = now();
-  s = shared_memory_copy_out(ctx, pieces, count, t.dtype);
+  s = shared_memory_copy_out(ctx, pieces, count, t.dtype, turn.fence);
   if (!s.ok()) return s;
   record(p, EventKind::kMemcpyOut, out_start, seq, name_id, static_cast<int64_t>(g.bytes));
   if (g.fused())

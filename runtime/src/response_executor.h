@@ -14,6 +14,7 @@
 #include "device_collectives.h"
 #include "fusion_planner.h"
 #include "host_buffer.h"
+#include "shared_memory_allreduce.h"
 #include "tensor_queue.h"
 
 namespace ringscope {
@@ -101,7 +102,8 @@ class ResponseExecutor {
   HostBuffer scratch_;
   HostBuffer gather_fallback_;
   std::unique_ptr<SharedRegions> shared_;
-  bool shared_unavailable_ = false;  // the transport has none: never ask again
+  std::unique_ptr<AlternatingHalves> halves_;  // over shared_
+  bool shared_unavailable_ = false;            // the transport has none: never ask again
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;
   Status device_failed_;  // the GPU path could not start: every device op fails with it

@@ -124,7 +124,7 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
 }
 
 Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
-                              size_t count, DataType dtype) {
+                              size_t count, DataType dtype, bool fence) {
   const int n = ctx.transport->size(), r = ctx.transport->rank();
   const size_t es = dtype_size(dtype);
   const ChunkLayout slices{count, n};
@@ -136,18 +136,66 @@ Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<Bu
       std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
     });
   }
-  return ctx.shared->barrier(ctx.deadline());
+  return fence ? ctx.shared->barrier(ctx.deadline()) : Status::OK();
+}
+
+// One half of every rank's region; its barrier is the whole set's.
+class AlternatingHalves::Half : public SharedRegions {
+ public:
+  Half(SharedRegions* whole, size_t offset, size_t bytes)
+      : whole_(whole), offset_(offset), bytes_(bytes) {}
+  uint8_t* region(int rank) override { return whole_->region(rank) + offset_; }
+  size_t bytes_per_rank() const override { return bytes_; }
+  Status barrier(Deadline deadline) override { return whole_->barrier(deadline); }
+
+ private:
+  SharedRegions* whole_;
+  size_t offset_, bytes_;
+};
+
+AlternatingHalves::AlternatingHalves(SharedRegions* whole) : whole_(whole) {
+  // The second half starts on a cache line of its own.
+  const size_t half = whole->bytes_per_rank() / 2 / 64 * 64;
+  halves_[0] = std::make_unique<Half>(whole, 0, half);
+  halves_[1] = std::make_unique<Half>(whole, half, half);
+}
+
+AlternatingHalves::~AlternatingHalves() = default;
+
+Status AlternatingHalves::next(size_t bytes, Deadline deadline, Turn* turn) {
+  if (alternates(bytes) && bytes <= halves_[0]->bytes_per_rank()) {
+    turn->regions = halves_[next_half_].get();
+    turn->fence = false;
+    next_half_ ^= 1;
+    unfenced_ = true;
+    return Status::OK();
+  }
+  // The whole regions overlap the half a peer may still be copying out of.
+  if (unfenced_) {
+    if (Status s = whole_->barrier(deadline); !s.ok()) return s;
+    unfenced_ = false;
+  }
+  turn->regions = whole_;
+  turn->fence = true;
+  return Status::OK();
 }
 
 Status shared_memory_allreduce(const CollectiveContext& ctx, void* data, size_t count,
-                               DataType dtype, ReduceOp op) {
+                               DataType dtype, ReduceOp op, AlternatingHalves* halves) {
   if (ctx.transport->size() == 1 || count == 0) return Status::OK();
   if (Status s = check_regions(ctx, count * dtype_size(dtype)); !s.ok()) return s;
+  CollectiveContext use = ctx;
+  AlternatingHalves::Turn turn{ctx.shared, true};
+  if (halves) {
+    if (Status s = halves->next(count * dtype_size(dtype), ctx.deadline(), &turn); !s.ok())
+      return s;
+    use.shared = turn.regions;
+  }
   const std::vector<BufferPiece> whole = {{0, count, data, data}};
-  shared_memory_copy_in(ctx, whole, count, dtype, 1.0);
-  Status s = shared_memory_reduce(ctx, whole, count, dtype, op, 1.0, 1.0);
+  shared_memory_copy_in(use, whole, count, dtype, 1.0);
+  Status s = shared_memory_reduce(use, whole, count, dtype, op, 1.0, 1.0);
   if (!s.ok()) return s;
-  return shared_memory_copy_out(ctx, whole, count, dtype);
+  return shared_memory_copy_out(use, whole, count, dtype, turn.fence);
 }
 
 }  // namespace ringscope

@@ -20,8 +20,14 @@
 // RING_REDUCE_SCATTER step 0 and step 4 as RING_ALLGATHER step 0, with no
 // peer (every rank is its peer). float16/bfloat16 sums are accumulated in
 // float32 over every rank's contribution and rounded once, postscale included.
+//
+// Step 6 is skipped where consecutive allreduces alternate between the two
+// halves of each region (AlternatingHalves): a rank writes a half again only
+// in the allreduce after next, and before that it passes step 2 of the next
+// one, which no peer reaches before it has copied out of this one.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "collective_context.h"
@@ -48,13 +54,44 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
                             size_t count, DataType dtype, ReduceOp op, double prescale,
                             double postscale);
 
-// Steps 5-6.
+// Steps 5-6 (step 6 only with `fence`).
 Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
-                              size_t count, DataType dtype);
+                              size_t count, DataType dtype, bool fence = true);
+
+// Where each allreduce over one set of regions runs. One per set of regions,
+// called by every rank for the same sequence of allreduces. An allreduce of
+// at most kMaxBytes that fits in half of each region gets the half the
+// previous one did not use and no step 6; any other gets the whole regions,
+// after a barrier if the previous one skipped step 6.
+class AlternatingHalves {
+ public:
+  // Measured with bench/allreduce_bench at np=2, both forms interleaved in
+  // one run (docs/performance.md): without step 6, 64 KiB took 15-21 us
+  // against 20-24; 16 and 256 KiB were even; 1 MiB took 177-277 us
+  // against 112-227, the halves doubling what the caches must hold.
+  static constexpr size_t kMaxBytes = 256 << 10;
+  static bool alternates(size_t bytes) { return bytes <= kMaxBytes; }
+
+  explicit AlternatingHalves(SharedRegions* whole);
+  ~AlternatingHalves();
+  struct Turn {
+    SharedRegions* regions = nullptr;  // for the allreduce's context
+    bool fence = true;                 // end the copy out with step 6
+  };
+  Status next(size_t bytes, Deadline deadline, Turn* turn);
+
+ private:
+  class Half;
+  SharedRegions* whole_;
+  std::unique_ptr<Half> halves_[2];
+  int next_half_ = 0;
+  bool unfenced_ = false;  // the last allreduce skipped step 6
+};
 
 // Steps 1-6 for one buffer, in place (the same contract as ring_allreduce:
-// kAverage combines as a sum).
+// kAverage combines as a sum). With `halves` (over ctx.shared) step 6 is
+// skipped where it can be, as in the runtime.
 Status shared_memory_allreduce(const CollectiveContext& ctx, void* data, size_t count,
-                               DataType dtype, ReduceOp op);
+                               DataType dtype, ReduceOp op, AlternatingHalves* halves = nullptr);
 
 }  // namespace ringscope
