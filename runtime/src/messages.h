@@ -36,6 +36,7 @@ struct Response {
   std::vector<int64_t> first_dims;  // allgather: dim 0 of every rank
   std::string error;                // kError: the message, naming ranks
   bool from_cache = false;          // fast path (set locally, not encoded)
+  uint32_t cache_slot = 0;          // from_cache: the slot it came from (local)
   size_t bytes() const;             // payload on one rank (allreduce/bcast)
 };
 

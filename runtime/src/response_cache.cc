@@ -28,6 +28,14 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& req, uint32_t* slot) 
 
 void ResponseCache::put(const Response& response) {
   if (slots_.empty() || !cacheable(response)) return;
+  // Served from its slot this cycle (and still there: fast-path responses
+  // come first in a cycle, before anything is inserted or evicted): only
+  // its recency changes, found without hashing the name.
+  if (response.from_cache && occupied(response.cache_slot) &&
+      slots_[response.cache_slot].response.tensor.name == response.tensor.name) {
+    lru_.splice(lru_.begin(), lru_, slots_[response.cache_slot].lru_pos);
+    return;
+  }
   auto it = by_name_.find(response.tensor.name);
   uint32_t slot;
   if (it != by_name_.end()) {

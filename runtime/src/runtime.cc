@@ -241,9 +241,8 @@ Status Runtime::run_cycle(bool* stop) {
   const auto now = SteadyClock::now();
 
   // Take new submissions; their ENQUEUE events carry the submit time.
-  std::vector<TensorEntry> fresh;
-  queue_.drain(&fresh);
-  for (TensorEntry& e : fresh) {
+  queue_.drain(&fresh_);
+  for (TensorEntry& e : fresh_) {
     e.name_id = intern(e.req.name);
     e.order = arrivals_++;
     if (rec) {
@@ -256,6 +255,7 @@ Status Runtime::run_cycle(bool* stop) {
     std::string name = e.req.name;
     pending_.emplace(std::move(name), std::move(e));
   }
+  fresh_.clear();  // moved-from entries; the storage stays for the next drain
 
   // Fast path bookkeeping: which pending tensors the cache can serve.
   const bool cache_on = settings().cache_enabled && cache_.capacity() > 0;
@@ -319,14 +319,21 @@ Status Runtime::run_cycle(bool* stop) {
     cache_.erase_slot(slot);
   }
 
-  // Fast path: responses for slots ready on every rank, in slot order.
-  std::vector<Response> responses;
+  // Fast path: responses for slots ready on every rank, in slot order,
+  // copied into the elements kept from earlier cycles (no allocation). A
+  // cycle without any leaves those elements, and their storage, alone.
+  size_t fast_count = 0;
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
     if (!control.ready(slot) || !cache_.occupied(slot)) continue;
-    responses.push_back(cache_.at(slot));
-    responses.back().from_cache = true;
+    if (fast_count == responses_.size()) responses_.emplace_back();
+    Response& r = responses_[fast_count++];
+    r = cache_.at(slot);
+    r.from_cache = true;
+    r.cache_slot = slot;
   }
-  const size_t fast_count = responses.size();
+  std::vector<Response> none;
+  if (fast_count > 0) responses_.resize(fast_count);
+  std::vector<Response>& responses = fast_count > 0 ? responses_ : none;
 
   // Slow path: the coordinator decides.
   const bool slow = (flags & (kFlagUncached | kFlagStallCheck)) || any_conflict;

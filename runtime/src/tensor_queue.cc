@@ -15,7 +15,7 @@ Status TensorQueue::push(TensorEntry entry) {
                       "names must be unique among outstanding ops");
   const bool first = incoming_.empty();
   incoming_.push_back(std::move(entry));
-  last_push_ = SteadyClock::now();
+  last_push_ = std::max(last_push_, incoming_.back().enqueued_at);
   // Only the first entry of a batch wakes the background thread: while it
   // waits out a burst it re-reads last_push_ when its quiet period ends, so
   // waking it for every further push would cost a futex wake and a context
@@ -25,9 +25,9 @@ Status TensorQueue::push(TensorEntry entry) {
 }
 
 void TensorQueue::drain(std::vector<TensorEntry>* out) {
+  out->clear();
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& e : incoming_) out->push_back(std::move(e));
-  incoming_.clear();
+  out->swap(incoming_);
 }
 
 void TensorQueue::finish(const std::string& name) {

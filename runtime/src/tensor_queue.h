@@ -34,9 +34,13 @@ struct TensorEntry {
 class TensorQueue {
  public:
   // Fails with kDuplicateName if the name is in flight, or with the close
-  // reason once the runtime has stopped.
+  // reason once the runtime has stopped. entry.enqueued_at is the time of
+  // the push (the burst's quiet period counts from it).
   Status push(TensorEntry entry);
-  // Moves every newly submitted entry to *out (appends).
+  // Hands every newly submitted entry over in *out, which must be empty:
+  // the two vectors are swapped under the lock (no entry is moved), and
+  // *out's storage becomes the queue's, so a caller that keeps its vector
+  // across cycles makes neither side reallocate in steady state.
   void drain(std::vector<TensorEntry>* out);
   // The name's op completed: the name may be submitted again.
   void finish(const std::string& name);

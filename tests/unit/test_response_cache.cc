@@ -75,3 +75,33 @@ TEST_CASE("zero capacity caches nothing", "[cache]") {
   uint32_t slot;
   CHECK(c.lookup(run("a").tensor, &slot) == ResponseCache::Lookup::kMiss);
 }
+
+TEST_CASE("a response served from its slot refreshes that slot, by slot or by name", "[cache]") {
+  ResponseCache c(2);
+  c.put(run("a"));
+  c.put(run("b"));
+  uint32_t slot_a, slot_b, slot;
+  REQUIRE(c.lookup(run("a").tensor, &slot_a) == ResponseCache::Lookup::kHit);
+  REQUIRE(c.lookup(run("b").tensor, &slot_b) == ResponseCache::Lookup::kHit);
+
+  // Served from a's slot: a becomes most recent, so c evicts b.
+  Response served = c.at(slot_a);
+  served.from_cache = true;
+  served.cache_slot = slot_a;
+  c.put(served);
+  c.put(run("c"));
+  CHECK(c.lookup(run("a").tensor, &slot) == ResponseCache::Lookup::kHit);
+  CHECK(c.lookup(run("b").tensor, &slot) == ResponseCache::Lookup::kMiss);
+  REQUIRE(c.check_invariants());
+
+  // A slot that no longer holds the name (here: c's, now in b's old slot) is
+  // not trusted: the name decides, and a's own slot is refreshed.
+  served.cache_slot = slot_b;
+  c.put(served);  // a most recent again
+  c.put(run("d"));
+  CHECK(c.lookup(run("a").tensor, &slot) == ResponseCache::Lookup::kHit);
+  CHECK(slot == slot_a);
+  CHECK(c.lookup(run("c").tensor, &slot) == ResponseCache::Lookup::kMiss);
+  CHECK(c.entries() == 2);
+  REQUIRE(c.check_invariants());
+}
