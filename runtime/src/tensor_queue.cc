@@ -19,8 +19,9 @@ Status TensorQueue::push(TensorEntry entry) {
   // Only the first entry of a batch wakes the background thread: while it
   // waits out a burst it re-reads last_push_ when its quiet period ends, so
   // waking it for every further push would cost a futex wake and a context
-  // switch per tensor (200 of them for a step of 200 gradients).
-  if (first) cv_.notify_one();
+  // switch per tensor (200 of them for a step of 200 gradients). The entry
+  // that completes an expected burst wakes it too: the burst is whole.
+  if (first || incoming_.size() == expected_burst_) cv_.notify_one();
   return Status::OK();
 }
 
@@ -46,17 +47,30 @@ TensorQueue::WaitResult TensorQueue::wait(SteadyClock::time_point until, bool wa
   auto interrupted = [&] { return woken_ || closed_; };
   cv_.wait_until(lock, until,
                  [&] { return interrupted() || (wake_on_work && !incoming_.empty()); });
-  // Coalesce a burst: wait until submissions pause for `quiet`.
-  while (wake_on_work && !incoming_.empty() && !interrupted()) {
+  // Coalesce a burst: wait until submissions pause for `quiet`, or until
+  // the burst is as large as the last two.
+  auto whole = [&] { return expected_burst_ > 0 && incoming_.size() >= expected_burst_; };
+  while (wake_on_work && !incoming_.empty() && !interrupted() && !whole()) {
+    const auto now = SteadyClock::now();
+    if (now >= last_push_ + quiet) {  // the burst ended by its quiet period
+      expected_burst_ = incoming_.size() == last_burst_ ? last_burst_ : 0;
+      last_burst_ = incoming_.size();
+      break;
+    }
     const auto quiet_until = std::min(until, last_push_ + quiet);
-    if (SteadyClock::now() >= quiet_until) break;
-    cv_.wait_until(lock, quiet_until, interrupted);
+    if (now >= quiet_until) break;  // `until` came first
+    cv_.wait_until(lock, quiet_until, [&] { return interrupted() || whole(); });
   }
   if (interrupted()) {
     woken_ = false;
     return WaitResult::kWoken;
   }
   return (wake_on_work && !incoming_.empty()) ? WaitResult::kWork : WaitResult::kTimeout;
+}
+
+size_t TensorQueue::expected_burst() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return expected_burst_;
 }
 
 void TensorQueue::wake() {

@@ -48,9 +48,16 @@ class TensorQueue {
   void finish(const std::vector<const std::string*>& names);
   // Sleeps until `until`, or until wake() / close(), or - when
   // `wake_on_work` - until new work has arrived and no further submission
-  // came for `quiet` (so a burst of submissions is taken as one batch).
+  // came for `quiet` (so a burst of submissions is taken as one batch), or
+  // a burst has reached expected_burst().
   enum class WaitResult { kTimeout, kWork, kWoken };
   WaitResult wait(SteadyClock::time_point until, bool wake_on_work, SteadyClock::duration quiet);
+  // The size of the last two bursts that ended with a quiet period, when
+  // they were equal (0 otherwise): steady-state training submits the same
+  // gradients every step, so a burst that reaches it is whole and its cycle
+  // starts without waiting out the quiet period. One burst of another size
+  // turns it off until two equal ones come again.
+  size_t expected_burst();
   void wake();
   // Every later push fails with `reason`; returns entries never drained.
   std::vector<TensorEntry> close(const Status& reason);
@@ -61,6 +68,8 @@ class TensorQueue {
   std::vector<TensorEntry> incoming_;
   std::unordered_set<std::string> in_flight_;
   SteadyClock::time_point last_push_;
+  size_t last_burst_ = 0;      // size of the last burst that ended by its quiet period
+  size_t expected_burst_ = 0;  // see expected_burst()
   bool woken_ = false;
   bool closed_ = false;
   Status close_reason_;

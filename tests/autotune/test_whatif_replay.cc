@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autotune_test_util.h"
+#include "cycle_timing.h"
 #include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/whatif_replay.h"
 #include "ringscope/trace_schema.h"
@@ -195,6 +196,26 @@ TEST_CASE("replay: a late tensor gets its own cycle, started by the doorbell", "
     // a 50 ms cycle time does not delay d (steps stay near 1 + 3 + 0.1 ms).
     CHECK(r.score.median_step_ms < 8.0);
   }
+}
+
+TEST_CASE("replay: a burst the size of the last two starts its cycle without the quiet wait",
+          "[whatif]") {
+  // Both ranks submit the same four tensors every step. Steps 0 and 1 wait
+  // out kBurstQuiet after the last submission, as the runtime does
+  // (TensorQueue::expected_burst); from step 2 the fourth submission starts
+  // the cycle at once.
+  TempDir dir;
+  write_burst_run(dir.file("a.sqlite"), 6, 0);
+  RecordedRun run;
+  REQUIRE(load_recorded_run_files({dir.file("a.sqlite")}, ScoreOptions{}, &run).ok());
+  const ReplayResult r = replay(run, TuneSettings{128 << 20, 1.0, true});
+  REQUIRE(r.groups.size() == 6);
+  REQUIRE(r.marks.size() == 6);
+  // From the last submission of step k (1 ms + 3 us after mark k-1) to the
+  // end of its allreduce; steps 1-5 all take the fast path.
+  auto after_last = [&](size_t k) { return r.groups[k].end_ns - (r.marks[k - 1] + kMs + 3 * kUs); };
+  const int64_t quiet = std::chrono::duration_cast<std::chrono::nanoseconds>(kBurstQuiet).count();
+  for (size_t k = 2; k < 6; ++k) CHECK(after_last(1) - after_last(k) == quiet);
 }
 
 TEST_CASE("replay: ranks waiting on each other meet again after the cycle time", "[whatif]") {
