@@ -11,6 +11,14 @@ static Response run(const std::string& name, Shape shape = {4}) {
   return r;
 }
 
+// Caches "a", then "b", and returns their slots.
+static void put_a_then_b(ResponseCache& c, uint32_t* slot_a, uint32_t* slot_b) {
+  c.put(run("a"));
+  c.put(run("b"));
+  REQUIRE(c.lookup(run("a").tensor, slot_a) == ResponseCache::Lookup::kHit);
+  REQUIRE(c.lookup(run("b").tensor, slot_b) == ResponseCache::Lookup::kHit);
+}
+
 TEST_CASE("hit, miss and conflict", "[cache]") {
   ResponseCache c(4);
   uint32_t slot = 99;
@@ -24,11 +32,8 @@ TEST_CASE("hit, miss and conflict", "[cache]") {
 
 TEST_CASE("least recently used entry is evicted and its slot reused", "[cache]") {
   ResponseCache c(2);
-  c.put(run("a"));
-  c.put(run("b"));
   uint32_t slot_a, slot_b, slot;
-  REQUIRE(c.lookup(run("a").tensor, &slot_a) == ResponseCache::Lookup::kHit);
-  REQUIRE(c.lookup(run("b").tensor, &slot_b) == ResponseCache::Lookup::kHit);
+  put_a_then_b(c, &slot_a, &slot_b);
   c.put(run("a"));  // touch a: b is now least recent
   c.put(run("c"));
   CHECK(c.lookup(run("b").tensor, &slot) == ResponseCache::Lookup::kMiss);
@@ -78,11 +83,8 @@ TEST_CASE("zero capacity caches nothing", "[cache]") {
 
 TEST_CASE("a response served from its slot refreshes that slot, by slot or by name", "[cache]") {
   ResponseCache c(2);
-  c.put(run("a"));
-  c.put(run("b"));
   uint32_t slot_a, slot_b, slot;
-  REQUIRE(c.lookup(run("a").tensor, &slot_a) == ResponseCache::Lookup::kHit);
-  REQUIRE(c.lookup(run("b").tensor, &slot_b) == ResponseCache::Lookup::kHit);
+  put_a_then_b(c, &slot_a, &slot_b);
 
   // Served from a's slot: a becomes most recent, so c evicts b.
   Response served = c.at(slot_a);
