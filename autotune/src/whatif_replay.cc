@@ -159,13 +159,13 @@ struct SimRank {
     if (!has_known_future()) return kNever;
     int64_t last = time[next];
     size_t count = 1;
-    for (size_t j = next + 1; j < time.size() && time[j] != kNever; ++j) {
-      if (expected_burst > 0 && count >= expected_burst) break;
+    auto whole = [&] { return expected_burst > 0 && count >= expected_burst; };
+    for (size_t j = next + 1; j < time.size() && time[j] != kNever && !whole(); ++j) {
       if (time[j] > std::max(last, now) + quiet) break;
       last = std::max(last, time[j]);
       ++count;
     }
-    if (expected_burst > 0 && count >= expected_burst) return std::max(now, last);
+    if (whole()) return std::max(now, last);
     *quiet_burst = count;
     return std::max(now, last + quiet);
   }

@@ -2,6 +2,7 @@
 #include "response_cache.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace ringscope {
 
@@ -28,18 +29,19 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& req, uint32_t* slot) 
 
 void ResponseCache::put(const Response& response) {
   if (slots_.empty() || !cacheable(response)) return;
-  // Served from its slot this cycle (and still there: fast-path responses
-  // come first in a cycle, before anything is inserted or evicted): only
-  // its recency changes, found without hashing the name.
+  // The slot that holds this name: for a response served from the cache,
+  // the slot it came from when that still holds it (fast-path responses
+  // come first in a cycle, before anything is inserted or evicted), found
+  // without hashing the name.
+  std::optional<uint32_t> held;
   if (response.from_cache && occupied(response.cache_slot) &&
-      slots_[response.cache_slot].response.tensor.name == response.tensor.name) {
-    lru_.splice(lru_.begin(), lru_, slots_[response.cache_slot].lru_pos);
-    return;
-  }
-  auto it = by_name_.find(response.tensor.name);
+      slots_[response.cache_slot].response.tensor.name == response.tensor.name)
+    held = response.cache_slot;
+  else if (auto it = by_name_.find(response.tensor.name); it != by_name_.end())
+    held = it->second;
   uint32_t slot;
-  if (it != by_name_.end()) {
-    slot = it->second;
+  if (held) {
+    slot = *held;
     if (response.from_cache) {  // served from this slot: only its recency changes
       lru_.splice(lru_.begin(), lru_, slots_[slot].lru_pos);
       return;
