@@ -252,8 +252,7 @@ Status Runtime::run_cycle(bool* stop) {
       ev.aux = static_cast<int32_t>(e.req.op);
       rec->record(ev);
     }
-    std::string name = e.req.name;
-    pending_.emplace(std::move(name), std::move(e));
+    add_pending(std::move(e));
   }
   fresh_.clear();  // moved-from entries; the storage stays for the next drain
 

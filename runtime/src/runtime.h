@@ -133,7 +133,13 @@ class Runtime {
   std::unique_ptr<ParameterManager> tuner_;
 
   // Background-thread state.
-  std::unordered_map<std::string, TensorEntry> pending_;
+  using PendingMap = std::unordered_map<std::string, TensorEntry>;
+  PendingMap pending_;
+  // Nodes of completed entries (callbacks cleared), reused for the next
+  // cycle's: steady-state cycles allocate and free no node per tensor.
+  std::vector<PendingMap::node_type> spare_pending_;
+  void add_pending(TensorEntry&& entry);
+  void remove_pending(PendingMap::iterator it);
   // Kept across cycles so that steady-state cycles allocate nothing for
   // them: drain() swaps `fresh_` with the queue's vector, and the fast path
   // assigns into `responses_`' elements, whose strings and shapes keep their

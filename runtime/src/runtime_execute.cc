@@ -57,10 +57,10 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   const int64_t cb_start = rec ? rec->now_ns() : 0;
   // Every completed name may be submitted again from here on (a callback
   // may resubmit its own): released under one lock, before the callbacks.
-  std::vector<const std::string*> completed;
+  std::vector<NameRecord*> completed;
   completed.reserve(responses.size());
   for (size_t i = 0; i < responses.size(); ++i)
-    if (!deferred[i]) completed.push_back(&responses[i].tensor.name);
+    if (!deferred[i]) completed.push_back(entries[i]->name_record);
   queue_.finish(completed);
   int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
   for (size_t i = 0; i < responses.size(); ++i) {
@@ -79,7 +79,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   // Freed after the last callback, which is what the framework waits for
   // (np=2, 200 tensors: 8-18 us earlier). A callback adds nothing to
   // pending_ (a resubmission waits in the queue), so `where` stays valid.
-  for (auto it : where) pending_.erase(it);
+  for (auto it : where) remove_pending(it);
   // The cache changes in response order on every rank, so it stays
   // identical. After the callbacks: the framework waits on those, and a
   // name resubmitted from one is only looked up in the next cycle.
@@ -95,8 +95,37 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   return allreduced_bytes;
 }
 
+void Runtime::add_pending(TensorEntry&& entry) {
+  if (spare_pending_.empty()) {
+    std::string name = entry.req.name;
+    pending_.emplace(std::move(name), std::move(entry));
+    return;
+  }
+  PendingMap::node_type node = std::move(spare_pending_.back());
+  spare_pending_.pop_back();
+  node.key() = entry.req.name;  // into the old key's storage
+  node.mapped() = std::move(entry);
+  pending_.insert(std::move(node));
+}
+
+void Runtime::remove_pending(PendingMap::iterator it) {
+  // A few more than a cycle's worth would do; this bounds the memory kept
+  // after a burst far larger than the steady state's.
+  constexpr size_t kMaxSpare = 4096;
+  if (spare_pending_.size() >= kMaxSpare) {
+    pending_.erase(it);
+    return;
+  }
+  PendingMap::node_type node = pending_.extract(it);
+  // Whatever the callbacks hold (a framework's kernel context, tensors) is
+  // released now, not when the node is reused.
+  node.mapped().done = nullptr;
+  node.mapped().allocate = nullptr;
+  spare_pending_.push_back(std::move(node));
+}
+
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
-  queue_.finish(entry.req.name);  // before the callback: it may resubmit
+  queue_.finish(entry);  // before the callback: it may resubmit
   if (entry.done) entry.done(status);
 }
 

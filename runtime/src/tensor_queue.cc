@@ -8,11 +8,20 @@ namespace ringscope {
 Status TensorQueue::push(TensorEntry entry) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return close_reason_;
-  if (!in_flight_.insert(entry.req.name).second)
+  auto found = names_.find(entry.req.name);
+  if (found == names_.end()) {
+    if (names_.size() >= std::max(kKeptNames, 2 * in_flight_)) forget_finished_names();
+    found = names_.emplace(entry.req.name, NameRecord{}).first;
+  }
+  NameRecord& record = found->second;
+  if (record.in_flight)
     return Status(StatusCode::kDuplicateName,
                   "tensor '" + entry.req.name +
                       "' was submitted while an op with the same name is still in flight; "
                       "names must be unique among outstanding ops");
+  record.in_flight = true;
+  ++in_flight_;
+  entry.name_record = &record;
   const bool first = incoming_.empty();
   incoming_.push_back(std::move(entry));
   last_push_ = std::max(last_push_, incoming_.back().enqueued_at);
@@ -31,14 +40,31 @@ void TensorQueue::drain(std::vector<TensorEntry>* out) {
   out->swap(incoming_);
 }
 
-void TensorQueue::finish(const std::string& name) {
+void TensorQueue::finish(const TensorEntry& entry) {
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_.erase(name);
+  release(entry.name_record);
 }
 
-void TensorQueue::finish(const std::vector<const std::string*>& names) {
+void TensorQueue::finish(const std::vector<NameRecord*>& records) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const std::string* name : names) in_flight_.erase(*name);
+  for (NameRecord* record : records) release(record);
+}
+
+void TensorQueue::release(NameRecord* record) {
+  // Null: never pushed. Not in flight: close() freed every name already.
+  if (!record || !record->in_flight) return;
+  record->in_flight = false;
+  --in_flight_;
+}
+
+size_t TensorQueue::names_recorded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return names_.size();
+}
+
+void TensorQueue::forget_finished_names() {
+  for (auto it = names_.begin(); it != names_.end();)
+    it = it->second.in_flight ? std::next(it) : names_.erase(it);
 }
 
 TensorQueue::WaitResult TensorQueue::wait(SteadyClock::time_point until, bool wake_on_work,
@@ -83,7 +109,10 @@ std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   close_reason_ = reason;
-  in_flight_.clear();
+  // Every name is free again. The records stay: entries still pending in
+  // the runtime point at theirs, and finish() on them must stay harmless.
+  for (auto& [name, record] : names_) record.in_flight = false;
+  in_flight_ = 0;
   cv_.notify_all();
   return std::move(incoming_);
 }

@@ -7,13 +7,21 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "messages.h"
 #include "transport.h"
 
 namespace ringscope {
+
+// A name's record in the queue. Kept after its op completes: training
+// submits the same names every step, so a submission finds its record again
+// (no allocation) and a completion clears it through the entry's pointer
+// (no allocation, no hashing).
+struct NameRecord {
+  bool in_flight = false;
+};
 
 // One submitted op, with its buffers and callback.
 struct TensorEntry {
@@ -24,7 +32,8 @@ struct TensorEntry {
   DoneCallback done;
   void* ready_event = nullptr;  // device tensors: cudaEvent_t to wait for (or null)
   SteadyClock::time_point enqueued_at;
-  int64_t enqueue_ns = 0;  // on the recorder's clock (0 when not tracing)
+  int64_t enqueue_ns = 0;             // on the recorder's clock (0 when not tracing)
+  NameRecord* name_record = nullptr;  // set by TensorQueue::push
   // Owned by the background thread after drain():
   int32_t name_id = -1;
   bool sent_to_coordinator = false;
@@ -42,10 +51,12 @@ class TensorQueue {
   // *out's storage becomes the queue's, so a caller that keeps its vector
   // across cycles makes neither side reallocate in steady state.
   void drain(std::vector<TensorEntry>* out);
-  // The name's op completed: the name may be submitted again.
-  void finish(const std::string& name);
-  // The same for a cycle's completed names, under one lock.
-  void finish(const std::vector<const std::string*>& names);
+  // The entry's op completed: its name may be submitted again.
+  void finish(const TensorEntry& entry);
+  // The same for a cycle's completed entries, under one lock.
+  void finish(const std::vector<NameRecord*>& records);
+  // Names with a record (in flight or kept for reuse).
+  size_t names_recorded();
   // Sleeps until `until`, or until wake() / close(), or - when
   // `wake_on_work` - until new work has arrived and no further submission
   // came for `quiet` (so a burst of submissions is taken as one batch), or
@@ -66,7 +77,14 @@ class TensorQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<TensorEntry> incoming_;
-  std::unordered_set<std::string> in_flight_;
+  // Records are erased only when no name is in flight for them and there
+  // are more than max(kKeptNames, 2 x in flight): a run that makes up new
+  // names every step does not grow without bound.
+  static constexpr size_t kKeptNames = 4096;
+  void forget_finished_names();
+  void release(NameRecord* record);  // under mu_
+  std::unordered_map<std::string, NameRecord> names_;
+  size_t in_flight_ = 0;
   SteadyClock::time_point last_push_;
   size_t last_burst_ = 0;      // size of the last burst that ended by its quiet period
   size_t expected_burst_ = 0;  // see expected_burst()

@@ -35,7 +35,7 @@ double take_burst(TensorQueue& q, int count, SteadyClock::duration quiet) {
   std::vector<TensorEntry> drained;
   q.drain(&drained);
   CHECK(drained.size() == static_cast<size_t>(count));
-  for (const TensorEntry& e : drained) q.finish(e.req.name);
+  for (const TensorEntry& e : drained) q.finish(e);
   return waited;
 }
 
@@ -47,8 +47,54 @@ TEST_CASE("a name in flight is rejected until it finishes", "[queue]") {
   TensorEntry again;
   again.req.name = "t0";
   CHECK(q.push(std::move(again)).code() == StatusCode::kDuplicateName);
-  q.finish("t0");
+  std::vector<TensorEntry> drained;
+  q.drain(&drained);
+  REQUIRE(drained.size() == 1);
+  q.finish(drained[0]);
   push_burst(q, 1);
+}
+
+TEST_CASE("names are kept for reuse, and forgotten only when there are many", "[queue]") {
+  TensorQueue q;
+  std::vector<TensorEntry> drained;
+  // The same names every step: one record each, found again.
+  for (int step = 0; step < 3; ++step) {
+    push_burst(q, 5);
+    q.drain(&drained);
+    for (const TensorEntry& e : drained) q.finish(e);
+  }
+  CHECK(q.names_recorded() == 5);
+  // New names every step: the finished ones are forgotten in bulk, so the
+  // records stay within a bound, while names in flight are never forgotten.
+  TensorEntry held;
+  held.req.name = "held";
+  REQUIRE(q.push(std::move(held)).ok());
+  for (int i = 0; i < 3 * 4096; ++i) {
+    TensorEntry e;
+    e.req.name = "step" + std::to_string(i);
+    REQUIRE(q.push(std::move(e)).ok());
+    q.drain(&drained);
+    for (const TensorEntry& d : drained)
+      if (d.req.name != "held") q.finish(d);
+  }
+  CHECK(q.names_recorded() <= 4096 + 1);
+  TensorEntry again;
+  again.req.name = "held";
+  CHECK(q.push(std::move(again)).code() == StatusCode::kDuplicateName);
+}
+
+TEST_CASE("after close every name is free and finishing a pending entry is harmless", "[queue]") {
+  TensorQueue q;
+  push_burst(q, 2);
+  std::vector<TensorEntry> drained;
+  q.drain(&drained);
+  REQUIRE(drained.size() == 2);
+  q.close(Status(StatusCode::kShutdown, "stopped"));
+  q.finish(drained[0]);  // the runtime fails its pending entries after close
+  q.finish(std::vector<NameRecord*>{drained[0].name_record, drained[1].name_record});
+  TensorEntry late;
+  late.req.name = "t0";
+  CHECK(q.push(std::move(late)).code() == StatusCode::kShutdown);
 }
 
 TEST_CASE("two equal bursts make the third start without the quiet wait", "[queue]") {
