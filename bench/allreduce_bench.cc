@@ -17,6 +17,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench_cli.h"
 #include "bench_util.h"
 #include "halving_doubling_allreduce.h"
 #include "mpi_transport.h"
@@ -71,6 +72,20 @@ const char* algorithm_name(Algorithm a) {
   return "?";
 }
 
+// Every element of a sum of 1.0 over n ranks is n (exact in float32): a
+// failed or wrong allreduce stops the bench instead of being timed.
+void check_sum(const char* who, const Status& s, const std::vector<float>& v, int n, int rank) {
+  const auto wrong = std::find_if(v.begin(), v.end(), [n](float x) { return x != float(n); });
+  if (s.ok() && wrong == v.end()) return;
+  if (!s.ok())
+    std::fprintf(stderr, "rank %d: %s allreduce of %zu floats failed: %s\n", rank, who, v.size(),
+                 s.to_string().c_str());
+  else
+    std::fprintf(stderr, "rank %d: %s allreduce of %zu floats: element %td is %g, not %d\n", rank,
+                 who, v.size(), wrong - v.begin(), double(*wrong), n);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 Status runtime_allreduce(Runtime& rt, const std::string& name, float* buf, size_t count) {
   std::promise<Status> p;
   auto f = p.get_future();
@@ -97,42 +112,26 @@ int main(int argc, char** argv) {
   bool shared = true;   // --no-shared-memory: no shared-memory allreduce (ranks on one node)
   size_t min_bytes = 4096, max_bytes = 64u << 20;
   bool with_runtime = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--json" && has_value)
-      json_path = argv[++i];
-    else if (a == "--iters" && has_value)
-      iters = std::max(10, std::atoi(argv[++i]));  // the median of at least 10
-    else if (a == "--segment-min" && has_value)
-      seg_min = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--segment-max" && has_value)
-      seg_max = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--small-bytes" && has_value)
-      small_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--no-halving")
-      halving = false;
-    else if (a == "--no-shared-memory")
-      shared = false;
-    else if (a == "--min-bytes" && has_value)
-      min_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--max-bytes" && has_value)
-      max_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--no-runtime")
-      with_runtime = false;
-    else {
-      std::fprintf(
-          stderr,
-          "usage: allreduce_bench [--json FILE] [--iters N] [--min-bytes B] [--max-bytes B] "
-          "[--small-bytes B] [--no-halving] [--no-shared-memory] [--segment-min B] "
-          "[--segment-max B] "
-          "[--no-runtime]\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-  }
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  CLI::App app{"Allreduce sweep: ringscope's CPU allreduce against MPI_Allreduce, interleaved"};
+  app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("--iters", iters, "iterations per size (the median of at least 10)")
+      ->check(CLI::Range(10, 1000000));
+  app.add_option("--min-bytes", min_bytes, "smallest size swept")->check(CLI::PositiveNumber);
+  app.add_option("--max-bytes", max_bytes, "largest size swept")->check(CLI::PositiveNumber);
+  app.add_option("--small-bytes", small_bytes,
+                 "recursive doubling up to this size (0: always the ring)");
+  app.add_flag("!--no-halving", halving, "the ring where the runtime would use halving-doubling");
+  app.add_flag("!--no-shared-memory", shared, "no shared-memory allreduce");
+  app.add_option("--segment-min", seg_min, "smallest ring segment (0: the runtime's default)");
+  app.add_option("--segment-max", seg_max, "largest ring segment (0: the runtime's default)");
+  app.add_flag("!--no-runtime", with_runtime, "skip the end-to-end column (through the runtime)");
+  if (const int code = parse_command_line(app, argc, argv, rank == 0); code >= 0) {
+    MPI_Finalize();
+    return code;
+  }
 
   std::unique_ptr<MpiTransport> ring_transport;
   MpiTransport::create(MPI_COMM_WORLD, &ring_transport);
@@ -192,26 +191,35 @@ int main(int argc, char** argv) {
     for (int it = -2; it < reps; ++it) {  // two warm-up rounds
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = now_s();
-      MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
+      const int mpi_rc = MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(count), MPI_FLOAT,
+                                       MPI_SUM, MPI_COMM_WORLD);
       double d_mpi = max_over_ranks(now_s() - t0);
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
       // "ours": the algorithm the runtime picks for this size.
+      Status ours_status;
       if (algorithm == kSharedMemory)
-        shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum,
-                                halves.get());
+        ours_status = shared_memory_allreduce(ctx, b.data(), count, DataType::kFloat32,
+                                              ReduceOp::kSum, halves.get());
       else if (algorithm == kRecursiveDoubling)
-        recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+        ours_status =
+            recursive_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else if (algorithm == kHalvingDoubling)
-        halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+        ours_status =
+            halving_doubling_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       else
-        ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
+        ours_status = ring_allreduce(ctx, b.data(), count, DataType::kFloat32, ReduceOp::kSum);
       double d_ring = max_over_ranks(now_s() - t0);
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = now_s();
-      if (with_runtime) runtime_allreduce(*runtime, "sweep", c.data(), count);
+      const Status rt_status =
+          with_runtime ? runtime_allreduce(*runtime, "sweep", c.data(), count) : Status::OK();
       double d_rt = max_over_ranks(now_s() - t0);
+      check_sum("MPI_Allreduce",
+                mpi_rc == MPI_SUCCESS ? Status::OK() : Status(StatusCode::kInternal, "MPI error"),
+                a, n, rank);
+      check_sum(algorithm_name(algorithm), ours_status, b, n, rank);
+      if (with_runtime) check_sum("runtime", rt_status, c, n, rank);
       if (it >= 0) {
         t_mpi.push_back(d_mpi);
         t_ring.push_back(d_ring);

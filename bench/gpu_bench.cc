@@ -20,6 +20,7 @@
 #include <chrono>
 
 #include "api_internal.h"
+#include "bench_cli.h"
 #include "copy_kernels.h"
 #include "ringscope/ringscope.h"
 
@@ -75,8 +76,10 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string json;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--json") json = argv[i + 1];
+  CLI::App app{"GPU bench: the device path's copy kernel and per-op overhead"};
+  app.add_option("--json", json, "write the results as JSON to this file");
+  if (const int code = ringscope::bench::parse_command_line(app, argc, argv); code >= 0)
+    return code;
   GpuInfo info = gpu_info();
   if (!info.problem.empty()) {
     std::fprintf(stderr, "gpu_bench: %s\n", info.problem.c_str());

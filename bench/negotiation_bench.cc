@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 
+#include "bench_cli.h"
 #include "bench_util.h"
 #include "mpi_transport.h"
 #include "runtime.h"
@@ -130,16 +131,17 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::string json_path;
   int steps = 60;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc)
-      json_path = argv[++i];
-    else if (a == "--steps" && i + 1 < argc)
-      steps = std::max(3, std::atoi(argv[++i]));
-  }
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  CLI::App app{"Negotiation bench: fusion on vs off, response cache on vs off, 4 KiB latency"};
+  app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("--steps", steps, "steps per side of each A/B comparison")
+      ->check(CLI::Range(3, 1000000));
+  if (const int code = parse_command_line(app, argc, argv, rank == 0); code >= 0) {
+    MPI_Finalize();
+    return code;
+  }
 
   // ---- Fusion on vs off ----
   const int blocks = std::max(3, steps / 10), per_block = std::max(1, steps / blocks);

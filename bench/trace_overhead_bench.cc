@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "bench_cli.h"
 #include "bench_util.h"
 #include "resnet50_gradients.h"
 #include "ringscope/ringscope.h"
@@ -46,14 +47,15 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::string json_path;
   int phases = 6, steps = 5;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc)
-      json_path = argv[++i];
-    else if (a == "--phases" && i + 1 < argc)
-      phases = std::max(2, std::atoi(argv[++i]));
-    else if (a == "--steps" && i + 1 < argc)
-      steps = std::max(1, std::atoi(argv[++i]));
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  CLI::App app{"Trace overhead: training steps with tracing off and on, interleaved"};
+  app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("--phases", phases, "alternating off/on phases")->check(CLI::Range(2, 10000));
+  app.add_option("--steps", steps, "steps per phase")->check(CLI::Range(1, 1000000));
+  if (const int code = parse_command_line(app, argc, argv, world_rank == 0); code >= 0) {
+    MPI_Finalize();
+    return code;
   }
   if (Status s = init(); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_cli.h"
 #include "ringscope/trace_tools.h"
 #include "ringscope/trace_writer.h"
 
@@ -59,13 +60,12 @@ int64_t file_size(const std::string& path) {
 int main(int argc, char** argv) {
   int64_t events = 2'000'000;
   std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--events" && i + 1 < argc)
-      events = std::max<int64_t>(10000, std::atoll(argv[++i]));
-    else if (a == "--json" && i + 1 < argc)
-      json_path = argv[++i];
-  }
+  CLI::App app{"Trace writer: the recorder's call and SQLite writer throughput"};
+  app.add_option("--events", events, "events to record")
+      ->check(CLI::Range(int64_t{10000}, int64_t{1} << 40));
+  app.add_option("--json", json_path, "write the results as JSON to this file");
+  if (const int code = ringscope::bench::parse_command_line(app, argc, argv); code >= 0)
+    return code;
   char dir[] = "/tmp/ringscope-writer-bench-XXXXXX";
   if (!mkdtemp(dir)) return 1;
   const std::string base = std::string(dir) + "/w.sqlite";

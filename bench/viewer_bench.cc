@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.h"
 #include "ringscope/trace_schema.h"
 #include "ringscope/trace_writer.h"
 #include "timeline_model.h"
@@ -168,17 +169,14 @@ int main(int argc, char** argv) {
   int64_t events = 10'000'000;
   std::string cache = "/tmp/ringscope_viewer_bench", json;
   int frames = 120;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--events")
-      events = std::atoll(argv[i + 1]);
-    else if (a == "--cache")
-      cache = argv[i + 1];
-    else if (a == "--frames")
-      frames = std::atoi(argv[i + 1]);
-    else if (a == "--json")
-      json = argv[i + 1];
-  }
+  CLI::App app{"Viewer bench: load, memory and headless frame times of ringscope-view"};
+  app.add_option("--events", events, "events in the generated trace")
+      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40));
+  app.add_option("--cache", cache, "directory for the generated trace (reused when present)");
+  app.add_option("--frames", frames, "frames per view")->check(CLI::Range(1, 1000000));
+  app.add_option("--json", json, "write the results as JSON to this file");
+  if (const int code = ringscope::bench::parse_command_line(app, argc, argv); code >= 0)
+    return code;
   const int64_t cycles = std::max<int64_t>(1, events / kRanks / kEventsPerCycle);
   std::filesystem::create_directories(cache);
   // "_clustered": files written since closed per-rank traces are rewritten
