@@ -215,8 +215,10 @@ int main(int argc, char** argv) {
       const Status rt_status =
           with_runtime ? runtime_allreduce(*runtime, "sweep", c.data(), count) : Status::OK();
       double d_rt = max_over_ranks(now_s() - t0);
-      check_sum("MPI_Allreduce",
-                mpi_rc == MPI_SUCCESS ? Status::OK() : Status(StatusCode::kInternal, "MPI error"),
+      check_sum("MPI",
+                mpi_rc == MPI_SUCCESS ? Status::OK()
+                                      : Status(StatusCode::kInternal,
+                                               "MPI_Allreduce returned " + std::to_string(mpi_rc)),
                 a, n, rank);
       check_sum(algorithm_name(algorithm), ours_status, b, n, rank);
       if (with_runtime) check_sum("runtime", rt_status, c, n, rank);
