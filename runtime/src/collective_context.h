@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "data_threads.h"
 #include "host_buffer.h"
 #include "ringscope/recorder.h"
 #include "transport.h"
@@ -26,9 +27,10 @@ inline TraceEvent make_event(EventKind kind, int64_t start_ns, int64_t end_ns, i
 
 struct CollectiveContext {
   Transport* transport = nullptr;
-  double timeout_seconds = 300.0;   // per wait: no progress for this long fails
-  HostBuffer* scratch = nullptr;    // grow-only scratch (ring receive space)
-  SharedRegions* shared = nullptr;  // node-shared memory (shared-memory allreduce)
+  double timeout_seconds = 300.0;       // per wait: no progress for this long fails
+  HostBuffer* scratch = nullptr;        // grow-only scratch (ring receive space)
+  SharedRegions* shared = nullptr;      // node-shared memory (shared-memory allreduce)
+  DataThreads* data_threads = nullptr;  // splits large copies and sums; null = this thread
   // Segment bounds, measured with bench/allreduce_bench --segment-min/-max:
   // smaller segments overlap more but pay a rendezvous per message.
   size_t min_segment_bytes = 512 << 10;

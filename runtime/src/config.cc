@@ -143,6 +143,12 @@ Status options_from_env(const EnvLookup& env, Options* out) {
                     "RINGSCOPE_SHARED_MEMORY='" + *v + "' is invalid: expected 1/true or 0/false");
     }
   }
+  if (auto v = env("RINGSCOPE_DATA_THREADS")) {
+    int64_t threads = 0;
+    s = parse_int("RINGSCOPE_DATA_THREADS", *v, 0, 64, &threads);
+    if (!s.ok()) return s;
+    o.data_threads = static_cast<int>(threads);
+  }
   if (auto v = first({"RINGSCOPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE"})) {
     if (v->second == "1" || v->second == "true") {
       o.hierarchical_allreduce = true;

@@ -32,11 +32,17 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
   ctx.timeout_seconds = p.timeout_seconds;
   ctx.scratch = &scratch_;
   ctx.shared = shared_.get();
+  ctx.data_threads = data_threads_.get();
   ctx.recorder = p.recorder;
   ctx.cycle = p.cycle;
   ctx.seq_index = seq_index;
   ctx.name_id = name_id;
   return ctx;
+}
+
+void ResponseExecutor::set_data_threads(int threads) {
+  data_threads_.reset();
+  if (threads > 1) data_threads_ = std::make_unique<DataThreads>(threads);
 }
 
 ResponseExecutor::~ResponseExecutor() {

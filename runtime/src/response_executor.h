@@ -52,6 +52,10 @@ class ResponseExecutor {
   // completes what is left with `reason`.
   void shutdown_device(double timeout_seconds, const Status& reason);
 
+  // Threads per large copy or sum, this one included (DataThreads); 1 = none.
+  void set_data_threads(int threads);
+  int data_threads() const { return data_threads_ ? data_threads_->threads() : 1; }
+
   size_t fusion_buffer_bytes() const { return fusion_.size(); }
   uint64_t fusion_buffer_allocations() const { return fusion_.allocations(); }
 
@@ -103,6 +107,7 @@ class ResponseExecutor {
   HostBuffer gather_fallback_;
   std::unique_ptr<SharedRegions> shared_;
   std::unique_ptr<AlternatingHalves> halves_;  // over shared_
+  std::unique_ptr<DataThreads> data_threads_;  // null: copies and sums on this thread
   bool shared_unavailable_ = false;            // the transport has none: never ask again
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;

@@ -41,6 +41,7 @@ Status Runtime::start_trace(const std::string& base_path) {
                      {"local_size", std::to_string(topo_.local_size)},
                      {"cache_capacity", std::to_string(options_.cache_capacity)},
                      {"cpu_allreduce", cpu_allreduce_name(options_.cpu_allreduce)},
+                     {"data_threads", std::to_string(executor_.data_threads())},
                      {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
                      {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
   if (!st.ok()) return st;

@@ -25,6 +25,18 @@ void for_each_overlap(const std::vector<BufferPiece>& pieces, size_t lo, size_t 
   }
 }
 
+// Calls fn(a, b, part) over the elements of [0, count) outside [lo, hi),
+// split across ctx.data_threads.
+template <typename Fn>
+void split_outside(const CollectiveContext& ctx, size_t count, size_t lo, size_t hi, size_t es,
+                   Fn&& fn) {
+  const size_t own = hi - lo;
+  split_elements(ctx.data_threads, count - own, es, [&](size_t a, size_t b, size_t part) {
+    if (a < lo) fn(a, std::min(b, lo), part);
+    if (b > lo) fn(std::max(a, lo) + own, b + own, part);
+  });
+}
+
 const uint8_t* at(const void* base, size_t index, size_t es) {
   return static_cast<const uint8_t*>(base) + index * es;
 }
@@ -41,6 +53,40 @@ Status check_regions(const CollectiveContext& ctx, size_t bytes) {
   return Status::OK();
 }
 
+// Step 3 over elements [lo, hi) of this rank's slice, block by block.
+// `wide_acc` (one block of float32) is set for 16-bit float sums: every
+// rank's block widened into one accumulator and rounded once, with the
+// postscale (docs/design.md).
+void reduce_range(const std::vector<BufferPiece>& pieces, size_t lo, size_t hi, uint8_t* region,
+                  const std::vector<const uint8_t*>& peers, DataType dtype, ReduceOp op,
+                  double prescale, double postscale, float* wide_acc, size_t block) {
+  const size_t es = dtype_size(dtype);
+  for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
+    for (size_t done = 0; done < len; done += block) {
+      const size_t i = first + done, m = std::min(block, len - done);
+      uint8_t* dst = at(region, i, es);
+      // With a prescale the scaled contribution is in the region already.
+      const uint8_t* acc = prescale != 1.0 ? dst : at(p.input, i - p.first, es);
+      if (wide_acc) {
+        widen_add(dtype, wide_acc, acc, m, /*first=*/true);
+        for (const uint8_t* peer : peers) widen_add(dtype, wide_acc, at(peer, i, es), m, false);
+        narrow_scaled_to_both(dtype, dst, at(p.output, i - p.first, es), wide_acc, m, postscale);
+        continue;
+      }
+      for (size_t k = 0; k + 1 < peers.size(); ++k) {
+        if (acc == dst)
+          reduce_into(dtype, op, dst, at(peers[k], i, es), m);
+        else
+          combine(dtype, op, dst, acc, at(peers[k], i, es), m);
+        acc = dst;
+      }
+      // The last peer, the postscale and both copies of the result in one pass.
+      combine_scaled_to_both(dtype, op, dst, at(p.output, i - p.first, es), acc,
+                             at(peers.back(), i, es), m, postscale);
+    }
+  });
+}
+
 }  // namespace
 
 void shared_memory_copy_in(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
@@ -53,12 +99,11 @@ void shared_memory_copy_in(const CollectiveContext& ctx, const std::vector<Buffe
   auto copy = [&](const BufferPiece& p, size_t first, size_t len) {
     copy_scaled(dtype, at(region, first, es), at(p.input, first - p.first, es), len, prescale);
   };
-  if (prescale != 1.0) {
-    for_each_overlap(pieces, 0, count, copy);
-  } else {
-    for_each_overlap(pieces, 0, lo, copy);
-    for_each_overlap(pieces, hi, count, copy);
-  }
+  auto copy_range = [&](size_t a, size_t b, size_t) { for_each_overlap(pieces, a, b, copy); };
+  if (prescale != 1.0)
+    split_elements(ctx.data_threads, count, es, copy_range);
+  else
+    split_outside(ctx, count, lo, hi, es, copy_range);
 }
 
 Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<BufferPiece>& pieces,
@@ -78,39 +123,18 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   for (int q = 0; q < n; ++q)
     if (q != r) peers.push_back(ctx.shared->region(q));
   const size_t block = std::max<size_t>(1, kBlockBytes / es);
-  // 16-bit float sums: every rank's block widened into one float32
-  // accumulator and rounded once, with the postscale (docs/design.md).
   const bool wide = is_16bit_float(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kAverage);
-  float* wide_acc = nullptr;
+  float* wide_acc = nullptr;  // one block per part
   if (wide) {
-    ctx.scratch->reserve(block * sizeof(float));
-    if (ctx.scratch->size() < block * sizeof(float))
+    const size_t parts = ctx.data_threads ? ctx.data_threads->max_parts() : 1;
+    ctx.scratch->reserve(parts * block * sizeof(float));
+    if (ctx.scratch->size() < parts * block * sizeof(float))
       return Status(StatusCode::kInternal, "cannot allocate the float32 accumulator", r);
     wide_acc = reinterpret_cast<float*>(ctx.scratch->data());
   }
-  for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
-    for (size_t done = 0; done < len; done += block) {
-      const size_t i = first + done, m = std::min(block, len - done);
-      uint8_t* dst = at(region, i, es);
-      // With a prescale the scaled contribution is in the region already.
-      const uint8_t* acc = prescale != 1.0 ? dst : at(p.input, i - p.first, es);
-      if (wide) {
-        widen_add(dtype, wide_acc, acc, m, /*first=*/true);
-        for (const uint8_t* peer : peers) widen_add(dtype, wide_acc, at(peer, i, es), m, false);
-        narrow_scaled_to_both(dtype, dst, at(p.output, i - p.first, es), wide_acc, m, postscale);
-        continue;
-      }
-      for (size_t k = 0; k + 1 < peers.size(); ++k) {
-        if (acc == dst)
-          reduce_into(dtype, op, dst, at(peers[k], i, es), m);
-        else
-          combine(dtype, op, dst, acc, at(peers[k], i, es), m);
-        acc = dst;
-      }
-      // The last peer, the postscale and both copies of the result in one pass.
-      combine_scaled_to_both(dtype, op, dst, at(p.output, i - p.first, es), acc,
-                             at(peers.back(), i, es), m, postscale);
-    }
+  split_elements(ctx.data_threads, hi - lo, es, [&](size_t a, size_t b, size_t part) {
+    reduce_range(pieces, lo + a, lo + b, region, peers, dtype, op, prescale, postscale,
+                 wide ? wide_acc + part * block : nullptr, block);
   });
   ctx.record_step(EventKind::kRingReduceScatter, start, 0, -1, -1,
                   static_cast<int64_t>((hi - lo) * es));
@@ -128,14 +152,20 @@ Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<Bu
   const int n = ctx.transport->size(), r = ctx.transport->rank();
   const size_t es = dtype_size(dtype);
   const ChunkLayout slices{count, n};
-  for (int owner = 0; owner < n; ++owner) {
-    if (owner == r) continue;  // written by shared_memory_reduce
-    const uint8_t* region = ctx.shared->region(owner);
-    const size_t lo = slices.chunk_offset(owner), hi = lo + slices.chunk_count(owner);
-    for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
-      std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
-    });
-  }
+  const size_t own_lo = slices.chunk_offset(r), own_hi = own_lo + slices.chunk_count(r);
+  // Every slice but this rank's own (written by shared_memory_reduce), each
+  // from its owner's region.
+  split_outside(ctx, count, own_lo, own_hi, es, [&](size_t a, size_t b, size_t) {
+    for (int owner = 0; owner < n; ++owner) {
+      const size_t lo = std::max(a, slices.chunk_offset(owner));
+      const size_t hi = std::min(b, slices.chunk_offset(owner) + slices.chunk_count(owner));
+      if (owner == r || lo >= hi) continue;
+      const uint8_t* region = ctx.shared->region(owner);
+      for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
+        std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
+      });
+    }
+  });
   return fence ? ctx.shared->barrier(ctx.deadline()) : Status::OK();
 }
 

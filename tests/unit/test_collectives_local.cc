@@ -5,6 +5,8 @@
 // reduce op.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
 #include "dtype_ops.h"
@@ -190,7 +192,48 @@ Status shared_allreduce(const CollectiveContext& ctx, void* data, size_t count, 
   with.shared = regions.get();
   return shared_memory_allreduce(with, data, count, dtype, op);
 }
+
+// The same, with each rank's copies and sums split across 3 threads.
+Status threaded_shared_allreduce(const CollectiveContext& ctx, void* data, size_t count,
+                                 DataType dtype, ReduceOp op) {
+  DataThreads threads(3);
+  CollectiveContext with = ctx;
+  with.data_threads = &threads;
+  return shared_allreduce(with, data, count, dtype, op);
+}
 }  // namespace
+
+TEST_CASE("shared-memory allreduce split across data threads: the reference, identical ranks",
+          "[shared][allreduce][threads]") {
+  // 300007 elements: several parts of at least 64 KiB for every dtype.
+  check_identical_allreduce("shared+threads", threaded_shared_allreduce, {2, 3},
+                            {0, 1, 97, 300007});
+}
+
+TEST_CASE("shared-memory allreduce split across data threads: the same bytes as one thread",
+          "[shared][allreduce][threads]") {
+  const size_t count = 300007;
+  for (int n : {2, 3})
+    for (DataType t : all_dtypes())
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        std::vector<std::vector<uint8_t>> one(n), split(n);
+        run_ranks(n, [&](int r, Transport& tr) {
+          HostBuffer scratch;
+          one[r] = make_input(t, r, count);
+          split[r] = one[r];
+          Status a = shared_allreduce(context(tr, scratch), one[r].data(), count, t, op);
+          Status b = threaded_shared_allreduce(context(tr, scratch), split[r].data(), count, t, op);
+          if (!a.ok() || !b.ok()) one[r].clear();
+        });
+        for (int r = 0; r < n; ++r) {
+          INFO(dtype_name(t) << " " << reduce_op_name(op) << " n=" << n << " rank " << r);
+          REQUIRE_FALSE(one[r].empty());  // both allreduces succeeded
+          // The first differing byte, not the whole vectors (Catch2 would print them).
+          const auto diff = std::mismatch(one[r].begin(), one[r].end(), split[r].begin());
+          CHECK(diff.first - one[r].begin() == static_cast<long>(one[r].size()));
+        }
+      }
+}
 
 TEST_CASE("shared-memory allreduce matches the reference and is identical on every rank",
           "[shared][allreduce]") {

@@ -46,6 +46,7 @@ TEST_CASE("ringscope variables are read", "[config]") {
                                    {"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "30"},
                                    {"RINGSCOPE_CPU_ALLREDUCE", "mpi"},
                                    {"RINGSCOPE_SHARED_MEMORY", "0"},
+                                   {"RINGSCOPE_DATA_THREADS", "3"},
                                    {"RINGSCOPE_TRACE", "runs/a.sqlite"}}),
                            &o)
               .ok());
@@ -57,6 +58,7 @@ TEST_CASE("ringscope variables are read", "[config]") {
   CHECK(o.stall_shutdown_seconds == 30);
   CHECK(o.cpu_allreduce == CpuAllreduce::kMpi);
   CHECK_FALSE(o.shared_memory);
+  CHECK(o.data_threads == 3);
   CHECK(o.trace_path == "runs/a.sqlite");
 }
 
@@ -87,6 +89,9 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
                  Case{"RINGSCOPE_STALL_CHECK_SECONDS", ""},
                  Case{"RINGSCOPE_CPU_ALLREDUCE", "tree"},
                  Case{"RINGSCOPE_SHARED_MEMORY", "yes"},
+                 Case{"RINGSCOPE_DATA_THREADS", "-1"},
+                 Case{"RINGSCOPE_DATA_THREADS", "65"},
+                 Case{"RINGSCOPE_DATA_THREADS", "two"},
                  Case{"RINGSCOPE_LOG_LEVEL", "9"},
                  Case{"RINGSCOPE_AUTOTUNE", "yes please"},
                  Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"},

@@ -26,15 +26,20 @@ std::string tensor_name(int salt, size_t k) {
 
 // Runs one fused step per (dtype, op) on n ranks; returns how many
 // ALLREDUCE events used the shared-memory algorithm on rank 0.
-int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* checks) {
+// With data_threads > 1 each rank splits its copies and sums across that many
+// threads; `largest` is the first tensor's element count.
+int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* checks,
+                                  int data_threads = 1, size_t largest = 20000) {
   Options o;
   o.settings.cycle_time_ms = 20;  // every tensor of a step arrives in one cycle
   o.settings.fusion_threshold_bytes = 1 << 20;
   o.op_timeout_seconds = 30;
   o.log_level = 0;
   o.shared_memory = shared_memory;
+  o.data_threads = data_threads;
+  if (largest > 20000) o.settings.fusion_threshold_bytes = 64 << 20;
   // 20000 elements: every group is at least kSharedMemoryMinBytes.
-  const std::vector<size_t> counts = {20000, 1, 0, 37, static_cast<size_t>(n - 1), 4099};
+  const std::vector<size_t> counts = {largest, 1, 0, 37, static_cast<size_t>(n - 1), 4099};
   std::vector<CaptureRecorder> recs(n);
   std::vector<Recorder*> rec_ptrs;
   for (auto& r : recs) rec_ptrs.push_back(&r);
@@ -99,6 +104,18 @@ TEST_CASE("fused groups on shared memory: every dtype, op and scale, 2 and 3 ran
     INFO("n=" << n << ": " << checks.summary());
     CHECK(checks.ok());
     CHECK(shared >= 28);  // one fused group per (dtype, op) at least
+  }
+}
+
+TEST_CASE("fused groups on shared memory split across 3 data threads: every dtype, op and scale",
+          "[runtime][shared][threads]") {
+  for (int n : {2, 3}) {
+    ThreadChecks checks;
+    // 400000 elements: several parts of at least 64 KiB for every dtype.
+    const int shared = fused_step_every_dtype_and_op(n, true, &checks, 3, 400000);
+    INFO("n=" << n << ": " << checks.summary());
+    CHECK(checks.ok());
+    CHECK(shared >= 28);
   }
 }
 

@@ -114,6 +114,10 @@ struct Options {
   // (an MPI shared-memory window) instead of running the ring, from 16 KiB
   // to 64 MiB. RINGSCOPE_SHARED_MEMORY=0 keeps the ring.
   bool shared_memory = true;
+  // Threads per rank (the background thread included) that split the
+  // copies and sums of a large host allreduce: 0 = automatic (the cores per
+  // local rank, at most 4; 1 with fewer than 2), 1 = none.
+  int data_threads = 0;  // RINGSCOPE_DATA_THREADS
   // Device allreduce: NCCL reduce-scatter inside each node, an allreduce
   // across nodes on host buffers, NCCL allgather inside the node.
   bool hierarchical_allreduce = false;  // RINGSCOPE_HIERARCHICAL_ALLREDUCE
