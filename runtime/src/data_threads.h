@@ -41,13 +41,15 @@ class DataThreads {
   }
 
   // The parts worth splitting `bytes` into: up to kPartsPerThread per
-  // thread, so that the caller and the first helpers awake take the parts
-  // of a helper that wakes late, each at least kMinPartBytes (smaller parts
-  // cost more to hand out than they save); at most max_parts().
+  // thread, each at least kMinPartBytes (smaller parts cost more to hand out
+  // than they save); at most max_parts(). The values are the ones measured
+  // on the 16-core machine (docs/performance.md). More parts per thread
+  // would let the caller and the helpers awake share the parts of a helper
+  // that wakes late; that is not measured yet.
   size_t parts_for(size_t bytes) const;
   size_t max_parts() const { return kPartsPerThread * static_cast<size_t>(threads()); }
-  static constexpr size_t kMinPartBytes = 64 << 10;
-  static constexpr size_t kPartsPerThread = 4;
+  static constexpr size_t kMinPartBytes = 128 << 10;
+  static constexpr size_t kPartsPerThread = 1;
 
   // Threads per rank for RINGSCOPE_DATA_THREADS=0 (auto): the cores this
   // process may run on, shared by the `local_size` ranks of its node when

@@ -205,7 +205,7 @@ Status threaded_shared_allreduce(const CollectiveContext& ctx, void* data, size_
 
 TEST_CASE("shared-memory allreduce split across data threads: the reference, identical ranks",
           "[shared][allreduce][threads]") {
-  // 300007 elements: several parts of at least 64 KiB for every dtype.
+  // 300007 elements: several parts of at least 128 KiB for every dtype but uint8.
   check_identical_allreduce("shared+threads", threaded_shared_allreduce, {2, 3},
                             {0, 1, 97, 300007});
 }

@@ -111,7 +111,7 @@ TEST_CASE("fused groups on shared memory split across 3 data threads: every dtyp
           "[runtime][shared][threads]") {
   for (int n : {2, 3}) {
     ThreadChecks checks;
-    // 400000 elements: several parts of at least 64 KiB for every dtype.
+    // 400000 elements: several parts of at least 128 KiB for every dtype but uint8.
     const int shared = fused_step_every_dtype_and_op(n, true, &checks, 3, 400000);
     INFO("n=" << n << ": " << checks.summary());
     CHECK(checks.ok());
