@@ -48,7 +48,7 @@ TEST_CASE("data threads: helpers asleep wake for the next job and at destruction
   CHECK(on_helpers.load() > 0);
 }
 
-TEST_CASE("split_elements covers [0, count) once in cache-line parts", "[threads]") {
+TEST_CASE("split_elements covers every element once, in cache-line parts", "[threads]") {
   DataThreads pool(4);
   for (size_t es : {size_t{1}, size_t{2}, size_t{4}, size_t{8}})
     for (size_t count : {size_t{0}, size_t{1}, size_t{63}, size_t{100000}, size_t{1000003}})
