@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   Topology topo = rt_transport->topology();
   Options options;
   options.log_level = 1;
-  if (data_threads == 0) data_threads = DataThreads::automatic(topo.local_size);
+  data_threads = DataThreads::resolve(data_threads, topo.local_size);
   options.data_threads = data_threads;
   std::unique_ptr<Runtime> runtime;
   Status s = with_runtime ? Runtime::create(std::move(rt_transport), topo, options, &runtime)

@@ -150,13 +150,13 @@ int main(int argc, char** argv) {
 
   // ---- Fusion on vs off ----
   const int blocks = std::max(3, steps / 10), per_block = std::max(1, steps / blocks);
-  if (data_threads == 0) {  // what the runtime's automatic choice gives on this node
+  {  // what the runtime resolves on this node (0: automatic)
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int local_size = 1;
     MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
-    data_threads = DataThreads::automatic(local_size);
+    data_threads = DataThreads::resolve(data_threads, local_size);
   }
   Options o;
   o.log_level = 1;

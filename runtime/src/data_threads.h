@@ -56,6 +56,10 @@ class DataThreads {
   // it may run on all of them, at most kMaxAutoThreads; 1 when that leaves
   // less than two cores per rank.
   static int automatic(int local_size);
+  // RINGSCOPE_DATA_THREADS as given (`requested`), 0 meaning automatic().
+  static int resolve(int requested, int local_size) {
+    return requested > 0 ? requested : automatic(local_size);
+  }
   static constexpr int kMaxAutoThreads = 4;
 
  private:
