@@ -28,8 +28,20 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || { rm -rf .venv; echo "setup: python3 -m venv failed (install python3-venv)"; exit 1; }
 fi
 if ! .venv/bin/python -c "import tensorflow, sklearn, numpy" 2>/dev/null; then
+  # TensorFlow unpacks to about 1.7 GiB; pip also unpacks the wheel under
+  # TMPDIR. Say so before pip fails half-way with ENOSPC.
+  need_kib=$((3 * 1024 * 1024))
+  for dir in . "${TMPDIR:-/tmp}"; do
+    free_kib=$(df -Pk "$dir" | awk 'NR==2 {print $4}')
+    if [ -n "$free_kib" ] && [ "$free_kib" -lt "$need_kib" ]; then
+      echo "setup: only $((free_kib / 1024)) MiB free on $(df -P "$dir" | awk 'NR==2 {print $6}') (for $dir);" \
+           "installing TensorFlow into .venv needs about 3 GiB. Free some space and run again." >&2
+      exit 1
+    fi
+  done
   echo "setup: installing Python packages into .venv (tensorflow-cpu, numpy, scikit-learn)"
-  .venv/bin/pip install -q --disable-pip-version-check -r tf_ops/requirements.txt
+  # --no-cache-dir: a cached copy of the ~600 MiB wheel would only cost disk.
+  .venv/bin/pip install -q --disable-pip-version-check --no-cache-dir -r tf_ops/requirements.txt
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
