@@ -3,6 +3,7 @@
 // both pick the same algorithm. Header only, no MPI.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 
 namespace ringscope {
@@ -30,8 +31,12 @@ inline bool use_recursive_doubling(size_t bytes, int ranks) {
 // --halving-bytes, six interleaved pairs): ~10 % faster than the ring from
 // 256 KiB to 16 MiB, where fewer rendezvous matter on shared cores. At 2
 // ranks both are one exchange each way, and the ring pipelines it.
+// Its first exchange sends half the buffer as one message, which MPI caps
+// at INT_MAX bytes; larger buffers take the ring, whose messages are
+// segmented.
 inline bool use_halving_doubling(size_t bytes, int ranks) {
-  return ranks >= 4 && (ranks & (ranks - 1)) == 0 && bytes > kSmallAllreduceBytes;
+  return ranks >= 4 && (ranks & (ranks - 1)) == 0 && bytes > kSmallAllreduceBytes &&
+         bytes - bytes / 2 <= static_cast<size_t>(INT_MAX);
 }
 
 // When every rank is on one node, ranks read each other's memory instead of

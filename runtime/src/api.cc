@@ -64,11 +64,14 @@ Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport, co
 Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   int provided = 0;
   MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_SERIALIZED)
+  // MULTIPLE, not SERIALIZED: the background thread's calls are not ordered
+  // with the application's own MPI calls, nor with the trace handshakes that
+  // start_trace and stop_trace run on the caller's thread.
+  if (provided < MPI_THREAD_MULTIPLE)
     return Status(StatusCode::kInvalidArgument,
                   std::string("MPI was initialised with ") + thread_level_name(provided) +
-                      "; ringscope calls MPI from its background thread and needs "
-                      "MPI_THREAD_SERIALIZED or higher (use MPI_Init_thread)");
+                      "; ringscope calls MPI from its background thread while the application "
+                      "may call it too, and needs MPI_THREAD_MULTIPLE (use MPI_Init_thread)");
   std::unique_ptr<MpiTransport> transport;
   Status s = MpiTransport::create(comm, &transport, Deadline::after(options.op_timeout_seconds));
   if (!s.ok()) return s;
@@ -131,6 +134,13 @@ void shutdown() {
   std::unique_ptr<Runtime> runtime;
   {
     std::lock_guard<std::mutex> lock(p.mu);
+    if (p.runtime && p.runtime->on_background_thread()) {
+      // From a callback: the loop is asked to stop (every pending op then
+      // completes with kShutdown); the next shutdown() from another thread,
+      // or the process's exit, joins it.
+      p.runtime->shutdown();
+      return;
+    }
     runtime = std::move(p.runtime);
   }
   if (!runtime) return;
@@ -215,6 +225,12 @@ namespace {
 // guarantees the callback (completion, error, timeout or shutdown).
 template <typename Submit>
 Status wait_for(Submit&& submit) {
+  if (Runtime* rt = current(); rt && rt->on_background_thread())
+    return Status(StatusCode::kInvalidArgument,
+                  "a blocking ringscope call from a completion callback would wait forever: "
+                  "callbacks run on ringscope's background thread, which completes the call; "
+                  "use the *_async form there",
+                  rt->topology().rank);
   auto promise = std::make_shared<std::promise<Status>>();
   std::future<Status> result = promise->get_future();
   Status s = submit([promise](const Status& st) { promise->set_value(st); });

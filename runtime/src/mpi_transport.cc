@@ -41,6 +41,17 @@ class MpiOp : public PendingOp {
   MPI_Request req = MPI_REQUEST_NULL;
 };
 
+// A collective that timed out stays pending: MPI allows neither cancelling
+// nor freeing it (MPI 4.0, 6.12), and a late peer may still complete it,
+// writing into its buffers and reading its arguments. Each buffer it names
+// is therefore left to the process, at the address the request holds (a
+// moved vector keeps its storage). A timeout ends the runtime's cycles, so
+// this leaks a few small vectors at most once per communicator.
+template <typename T>
+void leave_to_late_collective(std::vector<T>* buffer) {
+  (void)new std::vector<T>(std::move(*buffer));
+}
+
 // A failed post is reported through test(), so callers handle one path.
 class FailedOp : public PendingOp {
  public:
@@ -224,33 +235,47 @@ PendingOpPtr MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   return op;
 }
 
-Status MpiTransport::wait_request(MPI_Request* req, Deadline deadline, const char* what,
+Status MpiTransport::wait_request(int posted, MPI_Request* req, Deadline deadline, const char* what,
                                   WaitMode mode) {
+  if (posted != MPI_SUCCESS) return mpi_error(posted, what, topo_.rank);
   MpiOp op;
   op.self = topo_.rank;
   op.req = *req;
   *req = MPI_REQUEST_NULL;
   Status s = wait_op(op, deadline, mode);
-  if (s.code() == StatusCode::kTimeout)
+  if (s.code() == StatusCode::kTimeout) {
+    op.req = MPI_REQUEST_NULL;  // still pending: left to the process, see above
     return Status(StatusCode::kTimeout,
                   std::string(what) + " did not complete within " +
                       format_seconds(deadline.seconds) +
                       ": a rank may have died or stopped running its background loop",
                   topo_.rank);
+  }
   return s;
 }
 
 Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
                                     std::vector<std::vector<uint8_t>>* all, Deadline deadline) {
   const int n = topo_.size;
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(topo_.rank == 0 ? n : 0);
-  MPI_Request req;
-  MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_, &req);
-  Status s = wait_request(&req, deadline, "negotiation gather (sizes)", WaitMode::kControl);
-  if (!s.ok()) return s;
-  std::vector<int> displs;
+  // Every buffer the two gathers name is a vector, so a timed-out gather
+  // can keep it (leave_to_late_collective).
+  std::vector<uint8_t> send = mine;
+  std::vector<int> len = {static_cast<int>(send.size())};
+  std::vector<int> lens(topo_.rank == 0 ? n : 0), displs;
   std::vector<uint8_t> flat;
+  auto abandon = [&] {
+    leave_to_late_collective(&send);
+    leave_to_late_collective(&len);
+    leave_to_late_collective(&lens);
+    leave_to_late_collective(&displs);
+    leave_to_late_collective(&flat);
+  };
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s =
+      wait_request(MPI_Igather(len.data(), 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_, &req),
+                   &req, deadline, "negotiation gather (sizes)", WaitMode::kControl);
+  if (s.code() == StatusCode::kTimeout) abandon();
+  if (!s.ok()) return s;
   if (topo_.rank == 0) {
     displs.resize(n);
     int total = 0;
@@ -260,9 +285,10 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
     }
     flat.resize(total);
   }
-  MPI_Igatherv(mine.data(), len, MPI_BYTE, flat.data(), lens.data(), displs.data(), MPI_BYTE, 0,
-               comm_, &req);
-  s = wait_request(&req, deadline, "negotiation gather (requests)", WaitMode::kControl);
+  s = wait_request(MPI_Igatherv(send.data(), len[0], MPI_BYTE, flat.data(), lens.data(),
+                                displs.data(), MPI_BYTE, 0, comm_, &req),
+                   &req, deadline, "negotiation gather (requests)", WaitMode::kControl);
+  if (s.code() == StatusCode::kTimeout) abandon();
   if (!s.ok() || topo_.rank != 0) return s;
   all->assign(n, {});
   for (int r = 0; r < n; ++r)
@@ -271,21 +297,27 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
 }
 
 Status MpiTransport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) {
-  int len = static_cast<int>(data->size());
-  MPI_Request req;
-  MPI_Ibcast(&len, 1, MPI_INT, 0, comm_, &req);
-  Status s = wait_request(&req, deadline, "negotiation broadcast (size)", WaitMode::kControl);
+  std::vector<int> len = {static_cast<int>(data->size())};
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = wait_request(MPI_Ibcast(len.data(), 1, MPI_INT, 0, comm_, &req), &req, deadline,
+                          "negotiation broadcast (size)", WaitMode::kControl);
+  if (s.code() == StatusCode::kTimeout) leave_to_late_collective(&len);
   if (!s.ok()) return s;
-  data->resize(len);
-  MPI_Ibcast(data->data(), len, MPI_BYTE, 0, comm_, &req);
-  return wait_request(&req, deadline, "negotiation broadcast (responses)", WaitMode::kControl);
+  data->resize(len[0]);
+  s = wait_request(MPI_Ibcast(data->data(), len[0], MPI_BYTE, 0, comm_, &req), &req, deadline,
+                   "negotiation broadcast (responses)", WaitMode::kControl);
+  if (s.code() == StatusCode::kTimeout) leave_to_late_collective(data);
+  return s;
 }
 
 Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
-  MPI_Request req;
-  MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()), MPI_UINT64_T,
-                 MPI_BAND, comm_, &req);
-  return wait_request(&req, deadline, "negotiation allreduce (ready bits)", mode);
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s =
+      wait_request(MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()),
+                                  MPI_UINT64_T, MPI_BAND, comm_, &req),
+                   &req, deadline, "negotiation allreduce (ready bits)", mode);
+  if (s.code() == StatusCode::kTimeout) leave_to_late_collective(words);
+  return s;
 }
 
 Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
@@ -296,11 +328,12 @@ Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype
                   std::string("MPI_Allreduce has no type for ") + dtype_name(dtype), topo_.rank);
   if (count > static_cast<size_t>(INT_MAX))
     return Status(StatusCode::kUnimplemented, "MPI_Allreduce count over INT_MAX", topo_.rank);
-  MPI_Request req;
-  int rc =
-      MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), type, mpi_op(op), comm_, &req);
-  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce", topo_.rank);
-  return wait_request(&req, deadline, "MPI_Allreduce", WaitMode::kData);
+  // The buffer is the caller's tensor, which cannot be kept after a
+  // timeout; the runtime stops its cycles on one (Runtime::loop).
+  MPI_Request req = MPI_REQUEST_NULL;
+  return wait_request(
+      MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), type, mpi_op(op), comm_, &req),
+      &req, deadline, "MPI_Allreduce", WaitMode::kData);
 }
 
 Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
@@ -309,9 +342,9 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
     return Status(StatusCode::kUnimplemented, "the ranks are on several nodes", topo_.rank);
   // MPI_Win_allocate_shared blocks: first make sure every rank is here, so a
   // dead rank costs a timeout instead of a hang.
-  MPI_Request req;
-  MPI_Ibarrier(comm_, &req);
-  Status s = wait_request(&req, deadline, "shared-memory setup", WaitMode::kData);
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = wait_request(MPI_Ibarrier(comm_, &req), &req, deadline, "shared-memory setup",
+                          WaitMode::kData);
   if (!s.ok()) return s;
   MPI_Info info;
   MPI_Info_create(&info);

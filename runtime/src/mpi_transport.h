@@ -43,9 +43,12 @@ class MpiTransport : public Transport {
  private:
   MpiTransport() = default;
 
-  // Polls `req` until it completes or `deadline` passes; a timeout names
-  // `what` and says a rank may have died.
-  Status wait_request(MPI_Request* req, Deadline deadline, const char* what, WaitMode mode);
+  // Polls the collective `req` that a call returning `posted` started, until
+  // it completes or `deadline` passes. A failed post or a timeout names
+  // `what` (a timeout says a rank may have died); a timed-out request is left
+  // pending, since a collective may be neither cancelled nor freed.
+  Status wait_request(int posted, MPI_Request* req, Deadline deadline, const char* what,
+                      WaitMode mode);
 
   static Status create_one(MPI_Comm comm, bool with_cross, Deadline deadline,
                            std::unique_ptr<MpiTransport>* out);

@@ -59,28 +59,39 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   if (options.cache_capacity < 0)
     return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
   // Every rank must agree on the cache capacity: it sizes the control vector.
-  // The same for shared memory: a rank without it would run the ring alone.
-  // Each value and its complement are AND-reduced: both survive only if
-  // every rank has the same value.
-  const std::pair<const char*, uint64_t> agreed[] = {
-      {"RINGSCOPE_CACHE_CAPACITY", static_cast<uint64_t>(options.cache_capacity)},
-      {"RINGSCOPE_SHARED_MEMORY", options.shared_memory ? 1u : 0u}};
+  // The same for shared memory: a rank without it would run the ring alone;
+  // and for the algorithm choice: ranks that differ would run different
+  // collectives against each other and only time out. Each value and its
+  // complement are AND-reduced: both survive only if every rank has the
+  // same value.
+  struct Agreed {
+    const char* variable;
+    uint64_t value;
+    std::string text;  // for the error
+  };
+  const Agreed agreed[] = {
+      {"RINGSCOPE_CACHE_CAPACITY", static_cast<uint64_t>(options.cache_capacity),
+       std::to_string(options.cache_capacity)},
+      {"RINGSCOPE_SHARED_MEMORY", options.shared_memory ? 1u : 0u,
+       options.shared_memory ? "1" : "0"},
+      {"RINGSCOPE_CPU_ALLREDUCE", static_cast<uint64_t>(options.cpu_allreduce),
+       cpu_allreduce_name(options.cpu_allreduce)},
+      {"RINGSCOPE_HIERARCHICAL_ALLREDUCE", options.hierarchical_allreduce ? 1u : 0u,
+       options.hierarchical_allreduce ? "1" : "0"}};
   std::vector<uint64_t> words;
-  for (const auto& [variable, value] : agreed) {
-    words.push_back(value);
-    words.push_back(~value);
+  for (const Agreed& a : agreed) {
+    words.push_back(a.value);
+    words.push_back(~a.value);
   }
   Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds),
                                       WaitMode::kControl);
   if (!s.ok()) return s;
-  for (size_t i = 0; i < std::size(agreed); ++i) {
-    const auto& [variable, value] = agreed[i];
-    if (words[2 * i] != value || words[2 * i + 1] != ~value)
+  for (size_t i = 0; i < std::size(agreed); ++i)
+    if (words[2 * i] != agreed[i].value || words[2 * i + 1] != ~agreed[i].value)
       return Status(StatusCode::kInvalidArgument,
-                    std::string(variable) + " differs across ranks (this rank has " +
-                        std::to_string(value) + "); set the same value on every rank",
+                    std::string(agreed[i].variable) + " differs across ranks (this rank has " +
+                        agreed[i].text + "); set the same value on every rank",
                     topology.rank);
-  }
   // Negotiation through shared memory where every rank is on this node
   // (RINGSCOPE_SHARED_MEMORY=0 keeps it on MPI, like the data).
   std::unique_ptr<SharedMemoryAndReduce> shared_control;
@@ -93,6 +104,7 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   std::unique_ptr<Runtime> rt(
       new Runtime(std::move(transport), topology, options, std::move(shared_control)));
   rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
+  rt->loop_thread_id_ = rt->thread_.get_id();  // fixed from here on; join() clears thread_'s
   *out = std::move(rt);
   return Status::OK();
 }
@@ -102,6 +114,7 @@ Runtime::~Runtime() { shutdown(); }
 void Runtime::shutdown() {
   shutdown_requested_.store(true);
   queue_.wake();
+  if (on_background_thread()) return;  // the loop stops after this cycle
   if (thread_.joinable()) thread_.join();
   // Device ops still on the GPU finish (or time out) before the trace closes.
   executor_.shutdown_device(kShutdownTimeoutSeconds,
@@ -363,7 +376,12 @@ Status Runtime::run_cycle(bool* stop) {
   const int64_t decided = rec ? rec->now_ns() : 0;
   // Device allreduces count when the GPU has finished them (device.complete).
   int64_t allreduced_bytes = device_bytes_done_.exchange(0, std::memory_order_relaxed);
-  if (!responses.empty()) allreduced_bytes += execute(responses, decided);
+  Status fatal;
+  if (!responses.empty()) allreduced_bytes += execute(responses, decided, &fatal);
+  // A broken collective (a peer timed out) leaves the ranks out of step:
+  // no later cycle could agree, and the shared window must not be freed
+  // together (a blocking collective), so the loop stops here.
+  if (!fatal.ok()) return fatal;
   apply_settings(agreed, /*at_cycle_end=*/true);
   if (tuner_) autotune_after_cycle(allreduced_bytes);
 

@@ -41,8 +41,13 @@ class Runtime {
 
   Status submit(TensorEntry entry);
   // Asks every rank to stop after the current cycle and waits for the
-  // background thread. Pending ops complete with kShutdown.
+  // background thread. Pending ops complete with kShutdown. From the
+  // background thread itself (a callback) it only asks: a thread cannot
+  // wait for itself.
   void shutdown();
+  // True on the background thread, where callbacks run: a blocking call
+  // there would wait for the very thread that has to complete it.
+  bool on_background_thread() const { return std::this_thread::get_id() == loop_thread_id_; }
 
   Status propose_settings(const Settings& settings);
   Settings settings() const;
@@ -101,7 +106,9 @@ class Runtime {
   Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                         std::vector<Response>* responses);
   // Returns the bytes of allreduces that succeeded (the autotuner's score).
-  int64_t execute(std::vector<Response>& responses, int64_t decided_ns);
+  // *fatal: a failure that broke the group (ResponseExecutor::execute); the
+  // ops are failed already and the loop must stop.
+  int64_t execute(std::vector<Response>& responses, int64_t decided_ns, Status* fatal);
   void finish_entry(TensorEntry& entry, const Status& status);
   // A device tensor can run here (GPU build, device visible, one device per rank).
   Status check_device(const Request& r);
@@ -123,6 +130,7 @@ class Runtime {
   std::atomic<Recorder*> recorder_{nullptr};
   TensorQueue queue_;
   std::thread thread_;
+  std::thread::id loop_thread_id_;
   std::atomic<bool> shutdown_requested_{false};
 
   mutable std::mutex settings_mu_;

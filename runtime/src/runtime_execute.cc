@@ -6,7 +6,7 @@
 
 namespace ringscope {
 
-int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
+int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, Status* fatal) {
   std::vector<TensorEntry*> entries;
   std::vector<decltype(pending_)::iterator> where;  // erased by position below
   entries.reserve(responses.size());
@@ -45,7 +45,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
   p.decided_ns = decided_ns;
   std::vector<Status> results;
   std::vector<char> deferred;
-  Status fatal = executor_.execute(responses, entries, p, &results, &deferred);
+  *fatal = executor_.execute(responses, entries, p, &results, &deferred);
   // Only this thread writes these fields, so it may read them unlocked; the
   // lock is taken only in the rare cycle where the buffer grew.
   if (executor_.fusion_buffer_allocations() != counters_.fusion_buffer_allocations) {
@@ -91,7 +91,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns) {
       cache_.put(r);
     }
   }
-  if (!fatal.ok()) fail_all(fatal);
+  if (!fatal->ok()) fail_all(*fatal);
   return allreduced_bytes;
 }
 

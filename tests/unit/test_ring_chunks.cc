@@ -1,6 +1,10 @@
-// Ring arithmetic: chunks tile the buffer exactly, segments tile chunks.
+// Ring arithmetic: chunks tile the buffer exactly, segments tile chunks; and
+// where the algorithm choice leaves the ring for halving-doubling.
 #include <catch2/catch.hpp>
 
+#include <climits>
+
+#include "allreduce_choice.h"
 #include "ring_chunks.h"
 
 using namespace ringscope;
@@ -50,4 +54,14 @@ TEST_CASE("segment size stays within bounds and whole elements", "[ring]") {
   CHECK(segment_elements(10, 8, 1, 2) == 1);
   CHECK(ring_mod(-1, 5) == 4);
   CHECK(ring_mod(-6, 5) == 4);
+}
+
+TEST_CASE("halving-doubling only where its one-message halves fit MPI's int count", "[ring]") {
+  CHECK(use_halving_doubling(size_t{1} << 20, 4));
+  CHECK_FALSE(use_halving_doubling(size_t{1} << 20, 3));  // not a power of two
+  CHECK_FALSE(use_halving_doubling(size_t{1} << 20, 2));
+  const size_t limit = 2 * static_cast<size_t>(INT_MAX);  // halves of exactly INT_MAX
+  CHECK(use_halving_doubling(limit, 8));
+  CHECK_FALSE(use_halving_doubling(limit + 1, 8));  // a half one byte over
+  CHECK_FALSE(use_halving_doubling(size_t{5} << 30, 4));
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include "capture_recorder.h"
@@ -425,14 +426,17 @@ TEST_CASE("a dead peer fails pending ops with a timeout instead of hanging", "[r
   }
 }
 
-TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][errors]") {
+namespace {
+// Starts two runtimes whose options differ as `differ` makes them; returns
+// both ranks' statuses from Runtime::create.
+std::vector<Status> create_two(const std::function<void(int rank, Options&)>& differ) {
   auto fabric = std::make_shared<LocalFabric>(2);
   std::vector<Status> results(2);
   std::vector<std::thread> ts;
   for (int r = 0; r < 2; ++r)
     ts.emplace_back([&, r] {
       Options o = fast_options();
-      o.cache_capacity = r == 0 ? 1024 : 16;
+      differ(r, o);
       Topology topo;
       topo.rank = r;
       topo.size = 2;
@@ -440,10 +444,33 @@ TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][er
       results[r] = Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, o, &rt);
     });
   for (auto& t : ts) t.join();
-  for (auto& s : results) {
+  return results;
+}
+}  // namespace
+
+TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][errors]") {
+  for (auto& s : create_two([](int r, Options&o) { o.cache_capacity = r == 0 ? 1024 : 16; })) {
     CHECK(s.code() == StatusCode::kInvalidArgument);
     CHECK(s.message().find("RINGSCOPE_CACHE_CAPACITY") != std::string::npos);
   }
+}
+
+TEST_CASE("ranks with different allreduce algorithms refuse to start, naming the setting",
+          "[runtime][errors]") {
+  const std::vector<Status> algo = create_two([](int r, Options& o) {
+    o.cpu_allreduce = r == 0 ? CpuAllreduce::kRing : CpuAllreduce::kAuto;
+  });
+  CHECK(algo[0].code() == StatusCode::kInvalidArgument);
+  CHECK(algo[0].message().find("RINGSCOPE_CPU_ALLREDUCE differs across ranks (this rank has "
+                               "ring)") != std::string::npos);
+  CHECK(algo[1].message().find("this rank has auto") != std::string::npos);
+  for (auto& s : create_two([](int r, Options&o) { o.hierarchical_allreduce = r == 1; })) {
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("RINGSCOPE_HIERARCHICAL_ALLREDUCE") != std::string::npos);
+  }
+  // The same choice everywhere starts.
+  for (auto& s : create_two([](int, Options& o) { o.cpu_allreduce = CpuAllreduce::kMpi; }))
+    CHECK(s.ok());
 }
 
 TEST_CASE("the doorbell poll is short only for pending work just after an agreement", "[runtime]") {

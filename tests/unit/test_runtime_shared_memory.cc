@@ -135,7 +135,7 @@ TEST_CASE("a dead peer after shared-memory allreduces: a timeout and a clean sto
   o.op_timeout_seconds = 0.5;
   o.log_level = 0;
   auto fabric = std::make_shared<LocalFabric>(n);
-  std::vector<Status> warm(n), results(n);
+  std::vector<Status> warm(n), results(n), after(n);
   run_runtimes(
       n, o,
       [&](int r, Runtime& rt) {
@@ -148,8 +148,16 @@ TEST_CASE("a dead peer after shared-memory allreduces: a timeout and a clean sto
         }
         results[r] =
             run_op(rt, allreduce_entry("x", DataType::kFloat32, {16384}, buf.data(), buf.data()));
+        // The broken group stops the loop: a later op gets the same error at
+        // once, not a new wait that would end in a timeout of its own.
+        after[r] =
+            run_op(rt, allreduce_entry("y", DataType::kFloat32, {16384}, buf.data(), buf.data()));
       },
       fabric);
   for (int r = 0; r < n; ++r) CHECK(warm[r].ok());
-  for (int r = 0; r < 2; ++r) CHECK(results[r].code() == StatusCode::kTimeout);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(results[r].code() == StatusCode::kTimeout);
+    CHECK(after[r].code() == results[r].code());
+    CHECK(after[r].message() == results[r].message());
+  }
 }

@@ -9,7 +9,7 @@
 namespace ringscope {
 
 // Like init(options) but over `comm` (which must already be usable: MPI
-// initialised with MPI_THREAD_SERIALIZED or higher). ringscope duplicates it.
+// initialised with MPI_THREAD_MULTIPLE). ringscope duplicates it.
 Status init(MPI_Comm comm, const Options& options);
 
 }  // namespace ringscope
