@@ -139,6 +139,7 @@ std::vector<uint8_t> encode(const ResponseList& list) {
   }
   w.str(list.stall_warning);
   w.put<uint8_t>(list.abort ? 1 : 0);
+  w.str(list.error);
   return std::move(w.out);
 }
 
@@ -175,7 +176,8 @@ Status decode(const std::vector<uint8_t>& bytes, ResponseList* out) {
       return malformed("response");
     r.kind = static_cast<Response::Kind>(kind);
   }
-  if (!rd.str(&out->stall_warning) || !rd.get(&abort)) return malformed("response trailer");
+  if (!rd.str(&out->stall_warning) || !rd.get(&abort) || !rd.str(&out->error))
+    return malformed("response trailer");
   out->abort = abort != 0;
   if (!rd.done()) return malformed("trailing bytes in response list");
   return Status::OK();

@@ -54,6 +54,9 @@ struct ResponseList {
   std::vector<Response> responses;
   std::string stall_warning;  // non-empty: some ranks are missing tensors
   bool abort = false;         // stall shutdown: fail everything
+  // Non-empty: rank 0 could not read some rank's requests (a corrupt
+  // message, or ranks running different builds); every rank fails with it.
+  std::string error;
 };
 
 std::vector<uint8_t> encode(const RequestList& list);

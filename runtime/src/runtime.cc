@@ -428,9 +428,15 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
     ResponseList out;
     std::vector<RequestList> lists(topo_.size);
     Recorder* rec = recorder_.load();
-    for (int r = 0; r < topo_.size; ++r) {
+    for (int r = 0; r < topo_.size && out.error.empty(); ++r) {
       s = decode(gathered[r], &lists[r]);
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        // Every rank waits for this answer: it carries the error to them.
+        out = ResponseList{};
+        out.error = "rank 0 could not read the negotiation message of rank " + std::to_string(r) +
+                    " (" + s.message() + "); do all ranks run the same ringscope build?";
+        break;
+      }
       for (const Request& req : lists[r].requests) {
         if (rec) {
           const int64_t now_ns = rec->now_ns();
@@ -442,7 +448,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
         coordinator_.add(r, req, &out.responses);
       }
     }
-    if (flags & kFlagStallCheck) {
+    if ((flags & kFlagStallCheck) && out.error.empty()) {
       const Coordinator::StallVerdict v = coordinator_.stall_verdict(
           lists, static_cast<int64_t>(options_.stall_check_seconds * 1000),
           static_cast<int64_t>(options_.stall_shutdown_seconds * 1000));
@@ -456,6 +462,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
   ResponseList decided;
   s = decode(answer, &decided);
   if (!s.ok()) return s;
+  if (!decided.error.empty()) return Status(StatusCode::kInternal, decided.error, topo_.rank);
   if (!decided.stall_warning.empty()) {
     {
       std::lock_guard<std::mutex> lock(counters_mu_);

@@ -46,6 +46,7 @@ TEST_CASE("response list round trip", "[messages]") {
   in.responses.push_back(e);
   in.stall_warning = "stalled";
   in.abort = true;
+  in.error = "rank 0 could not read";
   ResponseList out;
   REQUIRE(decode(encode(in), &out).ok());
   REQUIRE(out.responses.size() == 2);
@@ -55,6 +56,7 @@ TEST_CASE("response list round trip", "[messages]") {
   CHECK(out.responses[1].first_dims == std::vector<int64_t>{1, 2, 3});
   CHECK(out.stall_warning == "stalled");
   CHECK(out.abort);
+  CHECK(out.error == "rank 0 could not read");
 }
 
 TEST_CASE("every truncation of a message is rejected, not crashed on", "[messages]") {

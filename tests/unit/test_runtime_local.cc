@@ -482,3 +482,49 @@ TEST_CASE("the doorbell poll is short only for pending work just after an agreem
   CHECK(doorbell_poll(/*idle=*/true, microseconds(0)) == kDoorbellPoll);
   CHECK(kDoorbellPollPending < kDoorbellPoll);
 }
+
+namespace {
+// Rank 1's negotiation message reaches rank 0 corrupted (as from a rank
+// running another build).
+class CorruptingTransport : public LocalTransport {
+ public:
+  using LocalTransport::LocalTransport;
+  Status gather_to_root(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
+                        Deadline deadline) override {
+    std::vector<uint8_t> sent = mine;
+    if (rank() == 1 && !sent.empty()) sent[0] ^= 0xff;  // the message's magic byte
+    return LocalTransport::gather_to_root(sent, all, deadline);
+  }
+};
+}  // namespace
+
+TEST_CASE("a negotiation message rank 0 cannot read fails every rank, naming the sender",
+          "[runtime][errors]") {
+  auto fabric = std::make_shared<LocalFabric>(2);
+  std::vector<Status> results(2);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 2; ++r)
+    ts.emplace_back([&, r] {
+      Options o = fast_options();
+      o.op_timeout_seconds = 5;  // without the error broadcast rank 1 would time out
+      Topology topo;
+      topo.rank = r;
+      topo.size = 2;
+      std::unique_ptr<Runtime> rt;
+      Status s = Runtime::create(std::make_unique<CorruptingTransport>(fabric, r), topo, o, &rt);
+      if (!s.ok()) {
+        results[r] = s;
+        return;
+      }
+      std::vector<float> buf(4, 1.0f);
+      results[r] =
+          run_op(*rt, allreduce_entry("x", DataType::kFloat32, {4}, buf.data(), buf.data()));
+      rt->shutdown();
+    });
+  for (auto& t : ts) t.join();
+  for (const Status& s : results) {
+    CHECK(s.code() == StatusCode::kInternal);
+    CHECK(s.message().find("could not read the negotiation message of rank 1") !=
+          std::string::npos);
+  }
+}
