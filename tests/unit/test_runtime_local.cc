@@ -427,9 +427,15 @@ TEST_CASE("a dead peer fails pending ops with a timeout instead of hanging", "[r
 }
 
 namespace {
-// Starts two runtimes whose options differ as `differ` makes them; returns
-// both ranks' statuses from Runtime::create.
-std::vector<Status> create_two(const std::function<void(int rank, Options&)>& differ) {
+// Starts two runtimes, rank r's options changed by differ(r, options) and
+// its transport made by make(fabric, r); runs body(r, runtime) on each that
+// started. Returns each rank's status: create's, else the body's.
+using MakeTransport = std::function<std::unique_ptr<Transport>(std::shared_ptr<LocalFabric>, int)>;
+std::vector<Status> create_two(
+    const std::function<void(int rank, Options&)>& differ,
+    MakeTransport make = [](std::shared_ptr<LocalFabric> f,
+                            int r) { return std::make_unique<LocalTransport>(std::move(f), r); },
+    const std::function<Status(int, Runtime&)>& body = nullptr) {
   auto fabric = std::make_shared<LocalFabric>(2);
   std::vector<Status> results(2);
   std::vector<std::thread> ts;
@@ -441,7 +447,8 @@ std::vector<Status> create_two(const std::function<void(int rank, Options&)>& di
       topo.rank = r;
       topo.size = 2;
       std::unique_ptr<Runtime> rt;
-      results[r] = Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, o, &rt);
+      results[r] = Runtime::create(make(fabric, r), topo, o, &rt);
+      if (results[r].ok() && body) results[r] = body(r, *rt);
     });
   for (auto& t : ts) t.join();
   return results;
@@ -500,28 +507,16 @@ class CorruptingTransport : public LocalTransport {
 
 TEST_CASE("a negotiation message rank 0 cannot read fails every rank, naming the sender",
           "[runtime][errors]") {
-  auto fabric = std::make_shared<LocalFabric>(2);
-  std::vector<Status> results(2);
-  std::vector<std::thread> ts;
-  for (int r = 0; r < 2; ++r)
-    ts.emplace_back([&, r] {
-      Options o = fast_options();
-      o.op_timeout_seconds = 5;  // without the error broadcast rank 1 would time out
-      Topology topo;
-      topo.rank = r;
-      topo.size = 2;
-      std::unique_ptr<Runtime> rt;
-      Status s = Runtime::create(std::make_unique<CorruptingTransport>(fabric, r), topo, o, &rt);
-      if (!s.ok()) {
-        results[r] = s;
-        return;
-      }
-      std::vector<float> buf(4, 1.0f);
-      results[r] =
-          run_op(*rt, allreduce_entry("x", DataType::kFloat32, {4}, buf.data(), buf.data()));
-      rt->shutdown();
-    });
-  for (auto& t : ts) t.join();
+  const std::vector<Status> results = create_two(
+      // Without the error in rank 0's answer, rank 1 would time out.
+      [](int, Options& o) { o.op_timeout_seconds = 5; },
+      [](std::shared_ptr<LocalFabric> f, int r) {
+        return std::make_unique<CorruptingTransport>(std::move(f), r);
+      },
+      [](int, Runtime& rt) {
+        std::vector<float> buf(4, 1.0f);
+        return run_op(rt, allreduce_entry("x", DataType::kFloat32, {4}, buf.data(), buf.data()));
+      });
   for (const Status& s : results) {
     CHECK(s.code() == StatusCode::kInternal);
     CHECK(s.message().find("could not read the negotiation message of rank 1") !=
