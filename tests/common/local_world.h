@@ -27,6 +27,15 @@ inline void run_ranks(int n, const std::function<void(int, Transport&)>& fn,
   for (auto& t : threads) t.join();
 }
 
+// Options for runtimes in tests: short cycles, a generous timeout, quiet.
+inline Options fast_options() {
+  Options o;
+  o.settings.cycle_time_ms = 0.2;
+  o.op_timeout_seconds = 30;
+  o.log_level = 0;
+  return o;
+}
+
 // Creates one Runtime per rank (concurrently: creation is collective), calls
 // fn(rank, runtime) on every rank's thread, then shuts them all down.
 inline void run_runtimes(int n, const Options& options,

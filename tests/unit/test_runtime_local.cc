@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <random>
 
 #include "capture_recorder.h"
@@ -14,17 +13,6 @@
 
 using namespace ringscope;
 using namespace ringscope::testing;
-
-namespace {
-Options fast_options() {
-  Options o;
-  o.settings.cycle_time_ms = 0.2;
-  o.op_timeout_seconds = 30;
-  o.log_level = 0;
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE("tensors submitted in different orders on each rank all complete correctly",
           "[runtime]") {
@@ -426,60 +414,6 @@ TEST_CASE("a dead peer fails pending ops with a timeout instead of hanging", "[r
   }
 }
 
-namespace {
-// Starts two runtimes, rank r's options changed by differ(r, options) and
-// its transport made by make(fabric, r); runs body(r, runtime) on each that
-// started. Returns each rank's status: create's, else the body's.
-using MakeTransport = std::function<std::unique_ptr<Transport>(std::shared_ptr<LocalFabric>, int)>;
-std::vector<Status> create_two(
-    const std::function<void(int rank, Options&)>& differ,
-    MakeTransport make = [](std::shared_ptr<LocalFabric> f,
-                            int r) { return std::make_unique<LocalTransport>(std::move(f), r); },
-    const std::function<Status(int, Runtime&)>& body = nullptr) {
-  auto fabric = std::make_shared<LocalFabric>(2);
-  std::vector<Status> results(2);
-  std::vector<std::thread> ts;
-  for (int r = 0; r < 2; ++r)
-    ts.emplace_back([&, r] {
-      Options o = fast_options();
-      differ(r, o);
-      Topology topo;
-      topo.rank = r;
-      topo.size = 2;
-      std::unique_ptr<Runtime> rt;
-      results[r] = Runtime::create(make(fabric, r), topo, o, &rt);
-      if (results[r].ok() && body) results[r] = body(r, *rt);
-    });
-  for (auto& t : ts) t.join();
-  return results;
-}
-}  // namespace
-
-TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][errors]") {
-  for (auto& s : create_two([](int r, Options&o) { o.cache_capacity = r == 0 ? 1024 : 16; })) {
-    CHECK(s.code() == StatusCode::kInvalidArgument);
-    CHECK(s.message().find("RINGSCOPE_CACHE_CAPACITY") != std::string::npos);
-  }
-}
-
-TEST_CASE("ranks with different allreduce algorithms refuse to start, naming the setting",
-          "[runtime][errors]") {
-  const std::vector<Status> algo = create_two([](int r, Options& o) {
-    o.cpu_allreduce = r == 0 ? CpuAllreduce::kRing : CpuAllreduce::kAuto;
-  });
-  CHECK(algo[0].code() == StatusCode::kInvalidArgument);
-  CHECK(algo[0].message().find("RINGSCOPE_CPU_ALLREDUCE differs across ranks (this rank has "
-                               "ring)") != std::string::npos);
-  CHECK(algo[1].message().find("this rank has auto") != std::string::npos);
-  for (auto& s : create_two([](int r, Options&o) { o.hierarchical_allreduce = r == 1; })) {
-    CHECK(s.code() == StatusCode::kInvalidArgument);
-    CHECK(s.message().find("RINGSCOPE_HIERARCHICAL_ALLREDUCE") != std::string::npos);
-  }
-  // The same choice everywhere starts.
-  for (auto& s : create_two([](int, Options& o) { o.cpu_allreduce = CpuAllreduce::kMpi; }))
-    CHECK(s.ok());
-}
-
 TEST_CASE("the doorbell poll is short only for pending work just after an agreement", "[runtime]") {
   using std::chrono::microseconds;
   // Shared by the idle loop and the autotuner's replay (cycle_timing.h).
@@ -488,38 +422,4 @@ TEST_CASE("the doorbell poll is short only for pending work just after an agreem
   CHECK(doorbell_poll(false, kPendingPollWindow) == kDoorbellPoll);
   CHECK(doorbell_poll(/*idle=*/true, microseconds(0)) == kDoorbellPoll);
   CHECK(kDoorbellPollPending < kDoorbellPoll);
-}
-
-namespace {
-// Rank 1's negotiation message reaches rank 0 corrupted (as from a rank
-// running another build).
-class CorruptingTransport : public LocalTransport {
- public:
-  using LocalTransport::LocalTransport;
-  Status gather_to_root(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
-                        Deadline deadline) override {
-    std::vector<uint8_t> sent = mine;
-    if (rank() == 1 && !sent.empty()) sent[0] ^= 0xff;  // the message's magic byte
-    return LocalTransport::gather_to_root(sent, all, deadline);
-  }
-};
-}  // namespace
-
-TEST_CASE("a negotiation message rank 0 cannot read fails every rank, naming the sender",
-          "[runtime][errors]") {
-  const std::vector<Status> results = create_two(
-      // Without the error in rank 0's answer, rank 1 would time out.
-      [](int, Options& o) { o.op_timeout_seconds = 5; },
-      [](std::shared_ptr<LocalFabric> f, int r) {
-        return std::make_unique<CorruptingTransport>(std::move(f), r);
-      },
-      [](int, Runtime& rt) {
-        std::vector<float> buf(4, 1.0f);
-        return run_op(rt, allreduce_entry("x", DataType::kFloat32, {4}, buf.data(), buf.data()));
-      });
-  for (const Status& s : results) {
-    CHECK(s.code() == StatusCode::kInternal);
-    CHECK(s.message().find("could not read the negotiation message of rank 1") !=
-          std::string::npos);
-  }
 }
