@@ -50,14 +50,29 @@ inline std::string human_bytes(size_t b) {
 }
 
 // Waits for n callbacks with one wake-up at the end (as a framework would),
-// so a bench measures the runtime rather than n thread wake-ups.
+// so a bench measures the runtime rather than n thread wake-ups. The last
+// arrive() notifies after it has released the mutex: a waiter woken while
+// the notifier still held it would block on it at once and cost two more
+// context switches (both threads usually share a core on a small machine).
+// A notify may therefore run after wait() has returned, so one latch is
+// made to outlive its callbacks and reused with reset() (see keep_latch).
 class CountdownLatch {
  public:
-  explicit CountdownLatch(size_t n) : remaining_(n) {}
-  void arrive(const ringscope::Status& s) {
+  // Arms the latch for n callbacks; no callback of the previous round may
+  // still be due.
+  void reset(size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!s.ok() && first_error_.ok()) first_error_ = s;
-    if (--remaining_ == 0) cv_.notify_one();
+    remaining_ = n;
+    first_error_ = ringscope::Status::OK();
+  }
+  void arrive(const ringscope::Status& s) {
+    bool last;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!s.ok() && first_error_.ok()) first_error_ = s;
+      last = --remaining_ == 0;
+    }
+    if (last) cv_.notify_one();
   }
   // Returns the first error any callback reported.
   ringscope::Status wait() {
@@ -69,9 +84,17 @@ class CountdownLatch {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  size_t remaining_;
+  size_t remaining_ = 0;
   ringscope::Status first_error_;
 };
+
+// The latch a bench's steps reuse, armed for n callbacks. It lives until
+// the process exits, after the runtime (and so every callback) has stopped.
+inline CountdownLatch& keep_latch(size_t n) {
+  static CountdownLatch latch;
+  latch.reset(n);
+  return latch;
+}
 
 // Writes `json` to `path` (if non-empty) on rank 0.
 inline void write_json(const std::string& path, const std::string& json) {

@@ -59,7 +59,7 @@ double run_step(Runtime& rt, std::vector<std::vector<float>>& bufs, const std::s
   const Runtime::Counters before = rt.counters();
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now_s();
-  CountdownLatch latch(bufs.size());
+  CountdownLatch& latch = keep_latch(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     TensorEntry e;
     e.req = Request{prefix + std::to_string(i),

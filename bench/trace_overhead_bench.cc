@@ -25,7 +25,7 @@ double run_step(std::vector<examples::GradientSpec>& grads, std::vector<std::vec
                 int64_t step) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now_s();
-  CountdownLatch latch(grads.size());
+  CountdownLatch& latch = keep_latch(grads.size());
   for (size_t k = grads.size(); k-- > 0;) {
     Status s = allreduce_async(grads[k].name, DataType::kFloat32, grads[k].shape, bufs[k].data(),
                                bufs[k].data(), ReduceOp::kAverage,

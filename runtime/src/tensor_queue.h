@@ -74,6 +74,8 @@ class TensorQueue {
   std::vector<TensorEntry> close(const Status& reason);
 
  private:
+  // push() under mu_; *wake says whether the background thread is to be woken.
+  Status push_locked(TensorEntry entry, bool* wake);
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<TensorEntry> incoming_;
