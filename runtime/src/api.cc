@@ -134,10 +134,11 @@ void shutdown() {
   std::unique_ptr<Runtime> runtime;
   {
     std::lock_guard<std::mutex> lock(p.mu);
-    if (p.runtime && p.runtime->on_background_thread()) {
-      // From a callback: the loop is asked to stop (every pending op then
-      // completes with kShutdown); the next shutdown() from another thread,
-      // or the process's exit, joins it.
+    if (p.runtime && (p.runtime->on_background_thread() || CallbackScope::active())) {
+      // From a callback (on the background or the GPU finalizer's thread):
+      // the loop is asked to stop (every pending op then completes with
+      // kShutdown); the next shutdown() from another thread, or the
+      // process's exit, joins it.
       p.runtime->shutdown();
       return;
     }
@@ -225,11 +226,12 @@ namespace {
 // guarantees the callback (completion, error, timeout or shutdown).
 template <typename Submit>
 Status wait_for(Submit&& submit) {
-  if (Runtime* rt = current(); rt && rt->on_background_thread())
+  Runtime* rt = current();
+  if (rt && (rt->on_background_thread() || CallbackScope::active()))
     return Status(StatusCode::kInvalidArgument,
                   "a blocking ringscope call from a completion callback would wait forever: "
-                  "callbacks run on ringscope's background thread, which completes the call; "
-                  "use the *_async form there",
+                  "callbacks run on ringscope's own threads (the background thread, or the GPU "
+                  "finalizer's), which complete the call; use the *_async form there",
                   rt->topology().rank);
   auto promise = std::make_shared<std::promise<Status>>();
   std::future<Status> result = promise->get_future();

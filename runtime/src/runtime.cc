@@ -109,12 +109,16 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   return Status::OK();
 }
 
+thread_local int CallbackScope::depth_ = 0;
+
 Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
   shutdown_requested_.store(true);
   queue_.wake();
-  if (on_background_thread()) return;  // the loop stops after this cycle
+  // The loop stops after this cycle; whoever calls next from outside a
+  // callback (or the destructor) joins it.
+  if (on_background_thread() || CallbackScope::active()) return;
   if (thread_.joinable()) thread_.join();
   // Device ops still on the GPU finish (or time out) before the trace closes.
   executor_.shutdown_device(kShutdownTimeoutSeconds,

@@ -31,6 +31,25 @@
 
 namespace ringscope {
 
+// Marks the calling thread as running completion callbacks, for as long as
+// it lives. Callbacks run on ringscope's own threads: the background thread,
+// and for GPU ops the device finalizer's; a blocking call made there would
+// wait for the very thread that has to complete it, and a shutdown() would
+// join it. The public API asks active() and refuses, or only asks the loop
+// to stop (api.cc). A per-thread count of the callbacks on this thread's
+// stack, not state shared between threads.
+class CallbackScope {
+ public:
+  CallbackScope() { ++depth_; }
+  ~CallbackScope() { --depth_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static thread_local int depth_;
+};
+
 class Runtime {
  public:
   // Checks that every rank runs with the same cache capacity, then starts
@@ -42,8 +61,8 @@ class Runtime {
   Status submit(TensorEntry entry);
   // Asks every rank to stop after the current cycle and waits for the
   // background thread. Pending ops complete with kShutdown. From the
-  // background thread itself (a callback) it only asks: a thread cannot
-  // wait for itself.
+  // background thread itself, or from any completion callback (the device
+  // finalizer's thread too), it only asks: a thread cannot wait for itself.
   void shutdown();
   // True on the background thread, where callbacks run: a blocking call
   // there would wait for the very thread that has to complete it.

@@ -63,6 +63,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
     if (!deferred[i]) completed.push_back(entries[i]->name_record);
   queue_.finish(completed);
   int64_t allreduced_bytes = 0;  // host ops; device ops count as they complete
+  CallbackScope in_callbacks;
   for (size_t i = 0; i < responses.size(); ++i) {
     if (deferred[i]) continue;  // moved to the GPU path, which completes it
     if (results[i].ok() && responses[i].kind == Response::Kind::kRun &&
@@ -126,10 +127,12 @@ void Runtime::remove_pending(PendingMap::iterator it) {
 
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
   queue_.finish(entry);  // before the callback: it may resubmit
+  CallbackScope in_callback;
   if (entry.done) entry.done(status);
 }
 
 void Runtime::fail_all(const Status& status) {
+  CallbackScope in_callback;
   std::vector<TensorEntry> never_drained = queue_.close(status);
   for (TensorEntry& e : never_drained)
     if (e.done) e.done(status);

@@ -1,17 +1,20 @@
 // The public API called from a completion callback, which runs on the
-// runtime's background thread: a blocking call there is refused with an
-// error that says why (it would wait for its own thread), and shutdown()
-// there asks the loop to stop instead of joining its own thread.
+// runtime's background thread (or, for GPU ops, the device finalizer's
+// thread): a blocking call there is refused with an error that says why (it
+// would wait for its own thread), and shutdown() there asks the loop to stop
+// instead of joining its own thread.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api_internal.h"  // init_single_rank
 #include "ringscope/ringscope.h"
+#include "runtime.h"  // CallbackScope
 
 using namespace ringscope;
 
@@ -38,22 +41,12 @@ TEST_CASE("a blocking call from a callback is refused, not a hang", "[api][error
   CHECK_FALSE(is_initialized());
 }
 
-TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins it",
-          "[api][errors]") {
-  Options o;
-  o.log_level = 0;
-  REQUIRE(init_single_rank(o).ok());
-  std::vector<float> a(8, 1.0f);
-  std::promise<void> called;
-  REQUIRE(allreduce_async("stop", DataType::kFloat32, {8}, a.data(), a.data(), ReduceOp::kSum,
-                          [&](const Status&) {
-                            shutdown();  // must neither throw nor join itself
-                            called.set_value();
-                          })
-              .ok());
-  REQUIRE(called.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
-  // The loop has been asked to stop: new work completes with kShutdown (an
-  // op that raced into the last cycle may still succeed first).
+namespace {
+
+// After shutdown() from a callback: new work completes with kShutdown (an op
+// that raced into the last cycle may still succeed first); then shutdown()
+// from the application's thread joins the loop.
+void check_stopped_then_join(std::vector<float>& a) {
   Status s;
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto later = std::make_shared<std::promise<Status>>();
@@ -68,6 +61,57 @@ TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins 
     if (!s.ok()) break;
   }
   CHECK(s.code() == StatusCode::kShutdown);
+  CHECK(is_initialized());  // not joined from the callback
   shutdown();
   CHECK_FALSE(is_initialized());
+}
+
+}  // namespace
+
+TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins it",
+          "[api][errors]") {
+  Options o;
+  o.log_level = 0;
+  REQUIRE(init_single_rank(o).ok());
+  std::vector<float> a(8, 1.0f);
+  std::promise<void> called;
+  REQUIRE(allreduce_async("stop", DataType::kFloat32, {8}, a.data(), a.data(), ReduceOp::kSum,
+                          [&](const Status&) {
+                            shutdown();  // must neither throw nor join itself
+                            called.set_value();
+                          })
+              .ok());
+  REQUIRE(called.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  check_stopped_then_join(a);
+}
+
+// GPU ops complete on the device finalizer's thread, inside a CallbackScope
+// (Runtime::finish_entry). Any such thread gets the same answers as the
+// background thread; this one stands in for it, as CPU-only builds have no
+// finalizer.
+TEST_CASE("callbacks on another ringscope thread: blocking refused, shutdown only asks",
+          "[api][errors]") {
+  Options o;
+  o.log_level = 0;
+  REQUIRE(init_single_rank(o).ok());
+  std::vector<float> a(8, 1.0f);
+  Status blocking;
+  std::thread([&] {
+    CallbackScope in_callback;
+    blocking =
+        allreduce("from-finalizer", DataType::kFloat32, {8}, a.data(), a.data(), ReduceOp::kSum);
+  }).join();
+  CHECK(blocking.code() == StatusCode::kInvalidArgument);
+  CHECK(blocking.message().find("GPU finalizer") != std::string::npos);
+  // Outside the scope the same thread may block.
+  std::thread([&] {
+    blocking = allreduce("outside", DataType::kFloat32, {8}, a.data(), a.data(), ReduceOp::kSum);
+  }).join();
+  CHECK(blocking.ok());
+
+  std::thread([] {
+    CallbackScope in_callback;
+    shutdown();  // must not join the loop (nor the finalizer) from here
+  }).join();
+  check_stopped_then_join(a);
 }
