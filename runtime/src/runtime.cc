@@ -422,7 +422,12 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
           std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
     }
   }
-  const Deadline deadline = Deadline::after(options_.op_timeout_seconds);
+  // The cycle in which some rank shuts down is the last: its waits are
+  // bounded like the shutdown's own (a peer that dies between the agreement
+  // and this gather costs the shutdown wait, not the op timeout).
+  const Deadline deadline = Deadline::after((flags & kFlagShutdown) || shutdown_requested_.load()
+                                                ? shutdown_wait_seconds()
+                                                : options_.op_timeout_seconds);
   std::vector<std::vector<uint8_t>> gathered;
   Status s = transport_->gather_to_root(encode(mine), &gathered, deadline);
   if (!s.ok()) return s;
