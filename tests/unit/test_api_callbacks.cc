@@ -18,10 +18,17 @@
 
 using namespace ringscope;
 
-TEST_CASE("a blocking call from a callback is refused, not a hang", "[api][errors]") {
+namespace {
+// One rank, no log lines.
+void start_quiet() {
   Options o;
   o.log_level = 0;
   REQUIRE(init_single_rank(o).ok());
+}
+}  // namespace
+
+TEST_CASE("a blocking call from a callback is refused, not a hang", "[api][errors]") {
+  start_quiet();
   std::vector<float> a(8, 1.0f), b(8, 1.0f);
   std::promise<Status> inner;
   Status submitted = allreduce_async(
@@ -70,9 +77,7 @@ void check_stopped_then_join(std::vector<float>& a) {
 
 TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins it",
           "[api][errors]") {
-  Options o;
-  o.log_level = 0;
-  REQUIRE(init_single_rank(o).ok());
+  start_quiet();
   std::vector<float> a(8, 1.0f);
   std::promise<void> called;
   REQUIRE(allreduce_async("stop", DataType::kFloat32, {8}, a.data(), a.data(), ReduceOp::kSum,
@@ -91,9 +96,7 @@ TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins 
 // finalizer.
 TEST_CASE("callbacks on another ringscope thread: blocking refused, shutdown only asks",
           "[api][errors]") {
-  Options o;
-  o.log_level = 0;
-  REQUIRE(init_single_rank(o).ok());
+  start_quiet();
   std::vector<float> a(8, 1.0f);
   Status blocking;
   std::thread([&] {
