@@ -134,7 +134,7 @@ void shutdown() {
   std::unique_ptr<Runtime> runtime;
   {
     std::lock_guard<std::mutex> lock(p.mu);
-    if (p.runtime && (p.runtime->on_background_thread() || CallbackScope::active())) {
+    if (p.runtime && p.runtime->on_runtime_thread()) {
       // From a callback (on the background or the GPU finalizer's thread):
       // the loop is asked to stop (every pending op then completes with
       // kShutdown); the next shutdown() from another thread, or the
@@ -227,7 +227,7 @@ namespace {
 template <typename Submit>
 Status wait_for(Submit&& submit) {
   Runtime* rt = current();
-  if (rt && (rt->on_background_thread() || CallbackScope::active()))
+  if (rt && rt->on_runtime_thread())
     return Status(StatusCode::kInvalidArgument,
                   "a blocking ringscope call from a completion callback would wait forever: "
                   "callbacks run on ringscope's own threads (the background thread, or the GPU "

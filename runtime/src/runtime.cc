@@ -118,7 +118,7 @@ void Runtime::shutdown() {
   queue_.wake();
   // The loop stops after this cycle; whoever calls next from outside a
   // callback (or the destructor) joins it.
-  if (on_background_thread() || CallbackScope::active()) return;
+  if (on_runtime_thread()) return;
   if (thread_.joinable()) thread_.join();
   // Device ops still on the GPU finish (or time out) before the trace closes.
   executor_.shutdown_device(kShutdownTimeoutSeconds,
@@ -301,8 +301,7 @@ Status Runtime::run_cycle(bool* stop) {
   }
 
   const auto negotiate_start = SteadyClock::now();
-  const double timeout =
-      shutdown_requested_.load() ? shutdown_wait_seconds() : options_.op_timeout_seconds;
+  const double timeout = cycle_wait_seconds(flags);
   // An idle rank (woken by a peer's doorbell or its cycle timer) naps soon,
   // leaving the cores to training. A rank with work to run polls (and
   // yields) for up to 1 ms before napping: a nap there adds its wake-up
@@ -404,6 +403,11 @@ Status Runtime::agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode 
   return transport_->allreduce_and(words, deadline, mode);
 }
 
+double Runtime::cycle_wait_seconds(uint64_t flags) const {
+  return (flags & kFlagShutdown) || shutdown_requested_.load() ? shutdown_wait_seconds()
+                                                               : options_.op_timeout_seconds;
+}
+
 Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                                std::vector<Response>* responses) {
   std::sort(to_coordinator.begin(), to_coordinator.end(),
@@ -422,12 +426,9 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
           std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
     }
   }
-  // The cycle in which some rank shuts down is the last: its waits are
-  // bounded like the shutdown's own (a peer that dies between the agreement
-  // and this gather costs the shutdown wait, not the op timeout).
-  const Deadline deadline = Deadline::after((flags & kFlagShutdown) || shutdown_requested_.load()
-                                                ? shutdown_wait_seconds()
-                                                : options_.op_timeout_seconds);
+  // After the agreement `flags` says whether any rank shuts down (see
+  // cycle_wait_seconds).
+  const Deadline deadline = Deadline::after(cycle_wait_seconds(flags));
   std::vector<std::vector<uint8_t>> gathered;
   Status s = transport_->gather_to_root(encode(mine), &gathered, deadline);
   if (!s.ok()) return s;

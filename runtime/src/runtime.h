@@ -64,9 +64,13 @@ class Runtime {
   // background thread itself, or from any completion callback (the device
   // finalizer's thread too), it only asks: a thread cannot wait for itself.
   void shutdown();
-  // True on the background thread, where callbacks run: a blocking call
-  // there would wait for the very thread that has to complete it.
-  bool on_background_thread() const { return std::this_thread::get_id() == loop_thread_id_; }
+  // True on a thread ringscope's own waits depend on: the background thread
+  // (callbacks and allgather allocators run there) or any thread inside a
+  // CallbackScope (the device finalizer's). A blocking call there would wait
+  // for the very thread that has to complete it, and a join would join it.
+  bool on_runtime_thread() const {
+    return std::this_thread::get_id() == loop_thread_id_ || CallbackScope::active();
+  }
 
   Status propose_settings(const Settings& settings);
   Settings settings() const;
@@ -117,6 +121,12 @@ class Runtime {
   double shutdown_wait_seconds() const {
     return std::min(kShutdownTimeoutSeconds, options_.op_timeout_seconds);
   }
+  // The bound on a negotiation wait. `flags` are this rank's before the
+  // agreement and every rank's after it: in the last cycle, the one in which
+  // some rank shuts down, waits are bounded like the shutdown's own, so a
+  // peer that dies between the agreement and the slow path's gather costs
+  // the shutdown wait, not the op timeout.
+  double cycle_wait_seconds(uint64_t flags) const;
   void loop();
   void wait_for_next_cycle();
   bool doorbell_rang();
