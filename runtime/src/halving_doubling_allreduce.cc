@@ -30,10 +30,8 @@ Status halving_doubling_allreduce(const CollectiveContext& ctx, void* data, size
         r);
   const size_t es = dtype_size(dtype);
   uint8_t* base = static_cast<uint8_t*>(data);
-  const size_t half_max = (count + 1) / 2 * es;
-  ctx.scratch->reserve(half_max);
-  if (ctx.scratch->size() < half_max)
-    return Status(StatusCode::kInternal, "cannot allocate allreduce scratch", r);
+  if (!ctx.scratch->reserve(halving_doubling_scratch_bytes(count, es)))
+    return Status(StatusCode::kOutOfMemory, "cannot allocate allreduce scratch", r);
   uint8_t* scratch = ctx.scratch->data();
 
   // ---- Phase 1: recursive halving ----

@@ -15,4 +15,9 @@ namespace ringscope {
 Status halving_doubling_allreduce(const CollectiveContext& ctx, void* data, size_t count,
                                   DataType dtype, ReduceOp op);
 
+// The scratch (ctx.scratch) it needs: the larger half of the buffer.
+inline size_t halving_doubling_scratch_bytes(size_t count, size_t elem_size) {
+  return (count + 1) / 2 * elem_size;
+}
+
 }  // namespace ringscope

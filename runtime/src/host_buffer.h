@@ -20,17 +20,19 @@ class HostBuffer {
   // How many times reserve() allocated (the buffer's reuse is observable).
   uint64_t allocations() const { return allocations_; }
   // Ensures at least `bytes` of capacity; existing contents are not kept.
-  void reserve(size_t bytes) {
-    if (bytes <= size_) return;
-    size_t rounded = (bytes + 4095) & ~size_t{4095};
-    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-    if (!data_) {
-      size_ = 0;
-      return;
-    }
-    std::memset(data_.get(), 0, rounded);
+  // Returns false when the memory cannot be had; the buffer then keeps the
+  // capacity it had.
+  bool reserve(size_t bytes) {
+    if (bytes <= size_) return true;
+    if (bytes > SIZE_MAX - 4095) return false;
+    const size_t rounded = (bytes + 4095) & ~size_t{4095};
+    std::unique_ptr<uint8_t, Free> grown(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
+    if (!grown) return false;
+    std::memset(grown.get(), 0, rounded);
+    data_ = std::move(grown);
     size_ = rounded;
     ++allocations_;
+    return true;
   }
 
  private:

@@ -30,9 +30,8 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
   const int n = t.size(), r = t.rank();
   if (n == 1 || count == 0) return Status::OK();
   const size_t bytes = count * dtype_size(dtype);
-  ctx.scratch->reserve(bytes);
-  if (ctx.scratch->size() < bytes)
-    return Status(StatusCode::kInternal, "cannot allocate allreduce scratch", r);
+  if (!ctx.scratch->reserve(recursive_doubling_scratch_bytes(count, dtype_size(dtype))))
+    return Status(StatusCode::kOutOfMemory, "cannot allocate allreduce scratch", r);
   uint8_t* scratch = ctx.scratch->data();
   int p = 1;
   while (p * 2 <= n) p *= 2;

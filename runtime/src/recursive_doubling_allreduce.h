@@ -17,4 +17,9 @@ size_t exchange_piece_bytes(size_t bytes);
 Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, size_t count,
                                     DataType dtype, ReduceOp op);
 
+// The scratch (ctx.scratch) it needs: one whole buffer.
+inline size_t recursive_doubling_scratch_bytes(size_t count, size_t elem_size) {
+  return count * elem_size;
+}
+
 }  // namespace ringscope

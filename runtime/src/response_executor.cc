@@ -30,7 +30,7 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
   CollectiveContext ctx;
   ctx.transport = transport_;
   ctx.timeout_seconds = p.timeout_seconds;
-  ctx.scratch = &scratch_;
+  ctx.scratch = &scratch_.buffer();
   ctx.shared = shared_.get();
   ctx.data_threads = data_threads_.get();
   ctx.recorder = p.recorder;
@@ -113,7 +113,7 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
     Status s, local;
     switch (r.tensor.op) {
       case OpType::kAllreduce:
-        s = run_allreduce(g, responses, entries, p);
+        s = run_allreduce(g, responses, entries, p, &local);
         break;
       case OpType::kAllgather:
         s = run_allgather(first, r, *entries[first], p, &local);
@@ -144,9 +144,23 @@ ResponseExecutor::GroupFacts ResponseExecutor::facts(
                     static_cast<int32_t>(first), entries[first]->name_id};
 }
 
+Status ResponseExecutor::reserve_agreed(AgreedHostBuffer& buffer, size_t bytes,
+                                        const FusionGroup& g, const Request& first,
+                                        const ExecutionParams& p, Status* result) {
+  Status short_of;
+  Status s = buffer.reserve(*transport_, bytes, Deadline::after(p.timeout_seconds), &short_of);
+  if (s.ok() && !short_of.ok()) {
+    std::string op = "allreduce of '" + first.name + "'";
+    if (g.fused()) op += " (fused with " + std::to_string(g.members.size() - 1) + " more)";
+    *result =
+        Status(short_of.code(), op + ": " + short_of.message(), short_of.rank(), short_of.peer());
+  }
+  return s;
+}
+
 Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
                                        const std::vector<TensorEntry*>& entries,
-                                       const ExecutionParams& p) {
+                                       const ExecutionParams& p, Status* result) {
   const GroupFacts f = facts(g, responses, entries);
   const Request& t = f.tensor;
   const size_t es = f.elem_size;
@@ -167,10 +181,9 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   const int64_t group_start = now();
   uint8_t* buffer;
   if (g.fused()) {
-    fusion_.reserve(g.bytes);
-    if (fusion_.size() < g.bytes)
-      return Status(StatusCode::kInternal, "cannot allocate the fusion buffer", transport_->rank());
-    buffer = fusion_.data();
+    if (Status s = reserve_agreed(fusion_, g.bytes, g, t, p, result); !s.ok() || !result->ok())
+      return s;
+    buffer = fusion_.buffer().data();
     for (size_t i = 0; i < g.members.size(); ++i) {
       TensorEntry& e = *entries[g.members[i]];
       const size_t bytes = responses[g.members[i]].bytes();
@@ -205,15 +218,23 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     // the ring's 2(n-1) steps there. RINGSCOPE_CPU_ALLREDUCE=ring (and the
     // MPI fallback for dtypes MPI lacks) keeps the ring for every size.
     const bool choose = p.algorithm == CpuAllreduce::kAuto;
-    if (choose && use_recursive_doubling(g.bytes, n)) {
+    const size_t count = g.bytes / es;
+    if (choose && use_recursive_doubling(g.bytes, n))
       algorithm = kAlgorithmRecursiveDoubling;
-      s = recursive_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
-    } else if (choose && use_halving_doubling(g.bytes, n)) {
+    else if (choose && use_halving_doubling(g.bytes, n))
       algorithm = kAlgorithmHalvingDoubling;
-      s = halving_doubling_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
-    } else {
-      s = ring_allreduce(ctx, buffer, g.bytes / es, t.dtype, t.reduce);
-    }
+    const size_t need =
+        algorithm == kAlgorithmRecursiveDoubling ? recursive_doubling_scratch_bytes(count, es)
+        : algorithm == kAlgorithmHalvingDoubling ? halving_doubling_scratch_bytes(count, es)
+                                                 : ring_allreduce_scratch_bytes(count, n, es);
+    if (Status a = reserve_agreed(scratch_, need, g, t, p, result); !a.ok() || !result->ok())
+      return a;
+    if (algorithm == kAlgorithmRecursiveDoubling)
+      s = recursive_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
+    else if (algorithm == kAlgorithmHalvingDoubling)
+      s = halving_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
+    else
+      s = ring_allreduce(ctx, buffer, count, t.dtype, t.reduce);
   }
   if (!s.ok()) return s;
   record(p, kind, coll_start, seq, name_id, static_cast<int64_t>(g.bytes), algorithm,

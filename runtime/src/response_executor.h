@@ -4,11 +4,13 @@
 // broadcast),
 // copies out (applying postscale and 1/n for Average), and records each
 // phase. It owns the fusion buffer and ring scratch, allocated once and grown
-// only between collectives.
+// only between collectives, by every rank together (AgreedHostBuffer): a
+// rank out of memory fails that op on every rank, and the next op runs.
 #pragma once
 
 #include <vector>
 
+#include "agreed_host_buffer.h"
 #include "allreduce_choice.h"  // use_recursive_doubling, kSmallAllreduceBytes
 #include "collective_context.h"
 #include "device_collectives.h"
@@ -56,8 +58,8 @@ class ResponseExecutor {
   void set_data_threads(int threads);
   int data_threads() const { return data_threads_ ? data_threads_->threads() : 1; }
 
-  size_t fusion_buffer_bytes() const { return fusion_.size(); }
-  uint64_t fusion_buffer_allocations() const { return fusion_.allocations(); }
+  size_t fusion_buffer_bytes() { return fusion_.buffer().size(); }
+  uint64_t fusion_buffer_allocations() { return fusion_.buffer().allocations(); }
 
   // Frees the shared regions at a point every rank reaches (the agreed
   // shutdown cycle, or growing them). Freeing is collective (MPI_Win_free
@@ -70,8 +72,15 @@ class ResponseExecutor {
  private:
   Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
                        const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
+  // *result: the group's outcome where it failed on every rank alike (a
+  // rank out of memory) and the ranks go on.
   Status run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,
-                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
+                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p,
+                       Status* result);
+  // Grows `buffer` to `bytes` on every rank (AgreedHostBuffer::reserve);
+  // *result names the op where a rank could not.
+  Status reserve_agreed(AgreedHostBuffer& buffer, size_t bytes, const FusionGroup& g,
+                        const Request& first, const ExecutionParams& p, Status* result);
   // The shared regions hold at least `bytes`, or *ready is false (the
   // ranks share no memory). Grows them (collectively) when needed.
   Status prepare_shared_regions(size_t bytes, const ExecutionParams& p, bool* ready);
@@ -102,8 +111,8 @@ class ResponseExecutor {
               int32_t step = -1) const;
 
   Transport* transport_;
-  HostBuffer fusion_;
-  HostBuffer scratch_;
+  AgreedHostBuffer fusion_{"fusion buffer"};
+  AgreedHostBuffer scratch_{"allreduce scratch"};
   HostBuffer gather_fallback_;
   std::unique_ptr<SharedRegions> shared_;
   std::unique_ptr<AlternatingHalves> halves_;  // over shared_

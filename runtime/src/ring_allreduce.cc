@@ -21,6 +21,10 @@
 
 namespace ringscope {
 
+size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size) {
+  return 2 * ChunkLayout{count, ranks}.max_chunk_count() * elem_size;
+}
+
 Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
                       ReduceOp op) {
   Transport& t = *ctx.transport;
@@ -36,9 +40,8 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
   auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
 
   const size_t scratch_half = chunks.max_chunk_count() * es;
-  ctx.scratch->reserve(2 * scratch_half);
-  if (ctx.scratch->size() < 2 * scratch_half)
-    return Status(StatusCode::kInternal, "cannot allocate ring scratch", r);
+  if (!ctx.scratch->reserve(ring_allreduce_scratch_bytes(count, n, es)))
+    return Status(StatusCode::kOutOfMemory, "cannot allocate ring scratch", r);
   uint8_t* scratch[2] = {ctx.scratch->data(), ctx.scratch->data() + scratch_half};
 
   std::vector<PendingOpPtr> sends;

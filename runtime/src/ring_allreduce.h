@@ -11,4 +11,7 @@ namespace ringscope {
 Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
                       ReduceOp op);
 
+// The scratch (ctx.scratch) it needs: two chunks' worth of receive space.
+size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size);
+
 }  // namespace ringscope

@@ -127,9 +127,8 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   float* wide_acc = nullptr;  // one block per part
   if (wide) {
     const size_t parts = ctx.data_threads ? ctx.data_threads->max_parts() : 1;
-    ctx.scratch->reserve(parts * block * sizeof(float));
-    if (ctx.scratch->size() < parts * block * sizeof(float))
-      return Status(StatusCode::kInternal, "cannot allocate the float32 accumulator", r);
+    if (!ctx.scratch->reserve(parts * block * sizeof(float)))
+      return Status(StatusCode::kOutOfMemory, "cannot allocate the float32 accumulator", r);
     wide_acc = reinterpret_cast<float*>(ctx.scratch->data());
   }
   split_elements(ctx.data_threads, hi - lo, es, [&](size_t a, size_t b, size_t part) {

@@ -65,6 +65,8 @@ tf::Status to_tf_status(const ringscope::Status& s) {
     case ringscope::StatusCode::kShutdown:
     case ringscope::StatusCode::kStalled:
       return tf::errors::Aborted(msg);
+    case ringscope::StatusCode::kOutOfMemory:
+      return tf::errors::ResourceExhausted(msg);
     default:
       return tf::errors::Internal(msg);
   }

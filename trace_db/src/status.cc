@@ -31,6 +31,8 @@ const char* status_code_name(StatusCode code) {
       return "Unimplemented";
     case StatusCode::kInternal:
       return "Internal";
+    case StatusCode::kOutOfMemory:
+      return "OutOfMemory";
   }
   return "Unknown";
 }

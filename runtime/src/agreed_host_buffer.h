@@ -1,0 +1,42 @@
+// AgreedHostBuffer: a HostBuffer (fusion buffer, allreduce scratch) whose
+// growth every rank agrees on, so that a rank that cannot allocate it fails
+// the op on every rank at once, with an error naming it, instead of leaving
+// its peers to wait for it until the op timeout.
+//
+// Every rank executes the same agreed responses, so every rank asks for the
+// same sizes in the same order and keeps the same high-water mark: the
+// decision "this needs more than we agreed to hold" is the same everywhere,
+// and only then do the ranks exchange one small AND-allreduce. Steady state
+// (a buffer already big enough) costs nothing.
+#pragma once
+
+#include <string>
+
+#include "host_buffer.h"
+#include "transport.h"
+
+namespace ringscope {
+
+class AgreedHostBuffer {
+ public:
+  explicit AgreedHostBuffer(std::string what) : what_(std::move(what)) {}
+
+  // Ensures `bytes` of capacity on every rank. Collective whenever `bytes`
+  // exceeds the agreed high-water mark (every rank calls it with the same
+  // sizes). *failed is OK, or kOutOfMemory, the same on every rank, naming
+  // the ranks that could not allocate; the buffers are then as they were and
+  // the mark is unchanged, so the caller fails the op and goes on. The
+  // returned status is non-OK only when the agreement itself failed (a peer
+  // timed out): the group of ranks is broken.
+  Status reserve(Transport& transport, size_t bytes, Deadline deadline, Status* failed);
+
+  HostBuffer& buffer() { return buffer_; }
+  size_t agreed_bytes() const { return agreed_; }
+
+ private:
+  HostBuffer buffer_;
+  size_t agreed_ = 0;
+  std::string what_;
+};
+
+}  // namespace ringscope

@@ -1,0 +1,129 @@
+// AgreedHostBuffer and HostBuffer: growth is agreed by every rank (one
+// AND-allreduce, only above the agreed mark), a rank that cannot allocate
+// fails the op on every rank with an error naming it, the buffers keep what
+// they had, and a missing peer ends the agreement with a timeout, not a hang.
+// Ranks are threads; an allocation of 2^60 bytes stands in for "out of
+// memory" (no machine has it).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include "agreed_host_buffer.h"
+#include "local_world.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+constexpr size_t kImpossible = size_t{1} << 60;
+}
+
+TEST_CASE("host buffer: a failed growth keeps the capacity and contents it had", "[buffers]") {
+  HostBuffer b;
+  REQUIRE(b.reserve(5000));
+  CHECK(b.size() == 8192);  // whole pages
+  b.data()[100] = 42;
+  CHECK_FALSE(b.reserve(kImpossible));
+  CHECK_FALSE(b.reserve(SIZE_MAX));
+  REQUIRE(b.data() != nullptr);
+  CHECK(b.size() == 8192);
+  CHECK(b.data()[100] == 42);
+  CHECK(b.allocations() == 1);
+  CHECK(b.reserve(8192));  // fits: no allocation
+  CHECK(b.allocations() == 1);
+}
+
+TEST_CASE("agreed buffer: growth is agreed once, later smaller sizes need no peers", "[buffers]") {
+  ThreadChecks checks;
+  run_ranks(3, [&](int r, Transport& t) {
+    AgreedHostBuffer b("fusion buffer");
+    Status failed;
+    Status s = b.reserve(t, 1 << 20, Deadline::after(30), &failed);
+    checks.expect(s.ok() && failed.ok(), "grow: " + s.to_string() + " / " + failed.to_string());
+    checks.expect(b.agreed_bytes() == (1 << 20) && b.buffer().size() >= (1 << 20), "agreed size");
+    // Below the mark nothing is exchanged: rank 1 alone, with no peer
+    // taking part, must return at once (an exchange would time out).
+    if (r == 1) {
+      s = b.reserve(t, 4096, Deadline::after(0.2), &failed);
+      checks.expect(s.ok() && failed.ok(), "below the mark: " + s.to_string());
+    }
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("agreed buffer: a rank out of memory fails the growth on every rank, naming it",
+          "[buffers]") {
+  for (int n : {2, 3, 4}) {
+    ThreadChecks checks;
+    const int poor = n - 1;
+    run_ranks(n, [&](int r, Transport& t) {
+      AgreedHostBuffer b("fusion buffer");
+      Status failed;
+      Status s = b.reserve(t, 64 << 10, Deadline::after(30), &failed);
+      checks.expect(s.ok() && failed.ok(), "first growth");
+      // Every rank is asked for the same size in the runtime; here the last
+      // rank is asked for an impossible one to make it, alone, fail.
+      s = b.reserve(t, r == poor ? kImpossible : 1 << 20, Deadline::after(30), &failed);
+      const std::string tag = "n=" + std::to_string(n) + " rank " + std::to_string(r) + ": ";
+      checks.expect(s.ok(), tag + "the agreement itself: " + s.to_string());
+      checks.expect(failed.code() == StatusCode::kOutOfMemory, tag + failed.to_string());
+      const std::string want = "rank " + std::to_string(poor) + " could not allocate";
+      checks.expect(failed.message().find(want) != std::string::npos, tag + failed.message());
+      checks.expect(failed.message().find("fusion buffer") != std::string::npos,
+                    tag + failed.message());
+      checks.expect(failed.peer() == (r == poor ? -1 : poor), tag + "peer field");
+      checks.expect(b.agreed_bytes() == (64 << 10), tag + "the mark stays");
+      checks.expect(b.buffer().size() >= (64 << 10), tag + "the old capacity stays");
+      // The ranks go on: the next growth, possible everywhere, is agreed.
+      s = b.reserve(t, 2 << 20, Deadline::after(30), &failed);
+      checks.expect(s.ok() && failed.ok(), tag + "next growth: " + failed.to_string());
+      checks.expect(b.agreed_bytes() == (2 << 20), tag + "next mark");
+    });
+    INFO(checks.summary());
+    REQUIRE(checks.ok());
+  }
+}
+
+TEST_CASE("agreed buffer: every rank short lists them all; one rank alone reports itself",
+          "[buffers]") {
+  ThreadChecks checks;
+  run_ranks(3, [&](int, Transport& t) {
+    AgreedHostBuffer b("allreduce scratch");
+    Status failed;
+    Status s = b.reserve(t, kImpossible, Deadline::after(30), &failed);
+    checks.expect(s.ok() && failed.code() == StatusCode::kOutOfMemory, failed.to_string());
+    checks.expect(failed.message().find("ranks 0, 1, 2 could not allocate") != std::string::npos,
+                  failed.message());
+  });
+  run_ranks(1, [&](int, Transport& t) {
+    AgreedHostBuffer b("allreduce scratch");
+    Status failed;
+    Status s = b.reserve(t, kImpossible, Deadline::after(1), &failed);
+    checks.expect(s.ok() && failed.code() == StatusCode::kOutOfMemory, failed.to_string());
+    checks.expect(failed.message().find("allreduce scratch") != std::string::npos,
+                  failed.message());
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("agreed buffer: a peer that never takes part ends the agreement with a timeout",
+          "[buffers]") {
+  ThreadChecks checks;
+  std::atomic<int> done{0};
+  run_ranks(2, [&](int r, Transport& t) {
+    if (r == 1) {  // stays away until rank 0 has given up
+      while (done.load() == 0) std::this_thread::yield();
+      return;
+    }
+    AgreedHostBuffer b("fusion buffer");
+    Status failed;
+    Status s = b.reserve(t, 1 << 20, Deadline::after(0.3), &failed);
+    checks.expect(s.code() == StatusCode::kTimeout, s.to_string());
+    checks.expect(b.agreed_bytes() == 0, "no mark without an agreement");
+    done = 1;
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
