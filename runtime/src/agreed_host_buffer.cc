@@ -19,19 +19,16 @@ Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline de
   *failed = Status::OK();
   if (bytes <= agreed_) return Status::OK();
   const int n = transport.size(), me = transport.rank();
-  const bool have = buffer_.reserve(bytes);
-  if (n == 1) {
-    if (have)
-      agreed_ = bytes;
-    else
-      *failed = Status(StatusCode::kOutOfMemory,
-                       "could not allocate " + mebibytes(bytes) + " for the " + what_, me);
-    return Status::OK();
-  }
   // One bit per rank, cleared by a rank that could not allocate.
   std::vector<uint64_t> words((n + 63) / 64, ~uint64_t{0});
-  if (!have) words[me / 64] &= ~(uint64_t{1} << (me % 64));
-  if (Status s = transport.allreduce_and(&words, deadline, WaitMode::kControl); !s.ok()) return s;
+  if (!buffer_.reserve(bytes)) words[me / 64] &= ~(uint64_t{1} << (me % 64));
+  if (n > 1) {
+    Status s = transport.allreduce_and(&words, deadline, WaitMode::kControl);
+    if (!s.ok())
+      return Status(s.code(),
+                    "agreeing on " + mebibytes(bytes) + " for the " + what_ + ": " + s.message(),
+                    s.rank(), s.peer());
+  }
   std::string short_of;
   int first = -1, count = 0;
   for (int r = 0; r < n; ++r) {

@@ -24,10 +24,11 @@ class AgreedHostBuffer {
   // Ensures `bytes` of capacity on every rank. Collective whenever `bytes`
   // exceeds the agreed high-water mark (every rank calls it with the same
   // sizes). *failed is OK, or kOutOfMemory, the same on every rank, naming
-  // the ranks that could not allocate; the buffers are then as they were and
-  // the mark is unchanged, so the caller fails the op and goes on. The
-  // returned status is non-OK only when the agreement itself failed (a peer
-  // timed out): the group of ranks is broken.
+  // the ranks that could not allocate; the mark is then unchanged (a rank
+  // that did allocate keeps the larger buffer, a rank that could not keeps
+  // its old one), so the caller fails the op and goes on. The returned
+  // status is non-OK only when the agreement itself failed (a peer timed
+  // out): the group of ranks is broken.
   Status reserve(Transport& transport, size_t bytes, Deadline deadline, Status* failed);
 
   HostBuffer& buffer() { return buffer_; }

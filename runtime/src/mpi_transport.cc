@@ -320,6 +320,11 @@ Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadli
   return s;
 }
 
+bool MpiTransport::has_native_allreduce(DataType dtype, size_t count) const {
+  MPI_Datatype type;
+  return mpi_datatype(dtype, &type) && count <= static_cast<size_t>(INT_MAX);
+}
+
 Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                                       Deadline deadline) {
   MPI_Datatype type;

@@ -34,6 +34,7 @@ class MpiTransport : public Transport {
   Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) override;
   Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                           Deadline deadline) override;
+  bool has_native_allreduce(DataType dtype, size_t count) const override;
   Transport* cross_node() override { return cross_.get(); }
   // An MPI-3 shared-memory window over the communicator, when every rank is
   // on this node.

@@ -177,12 +177,36 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
     if (ready) return run_shared_memory_allreduce(g, f, responses, entries, p);
   }
 
+  // The algorithm, and the host memory it needs, before any data moves:
+  // every rank decides alike, and a rank short of memory fails the op on
+  // every rank before the copy-in has touched an output.
+  const size_t count = g.bytes / es;
+  int64_t algorithm = kAlgorithmRing;
+  const bool native =
+      p.algorithm == CpuAllreduce::kMpi && transport_->has_native_allreduce(t.dtype, count);
+  if (!native && p.algorithm == CpuAllreduce::kAuto) {
+    // Small buffers are latency-bound: log2(n) whole-buffer exchanges beat
+    // the ring's 2(n-1) steps there. RINGSCOPE_CPU_ALLREDUCE=ring (and the
+    // MPI fallback for dtypes MPI lacks) keeps the ring for every size.
+    if (use_recursive_doubling(g.bytes, n))
+      algorithm = kAlgorithmRecursiveDoubling;
+    else if (use_halving_doubling(g.bytes, n))
+      algorithm = kAlgorithmHalvingDoubling;
+  }
+  const size_t scratch_need =
+      native                                     ? 0
+      : algorithm == kAlgorithmRecursiveDoubling ? recursive_doubling_scratch_bytes(count, es)
+      : algorithm == kAlgorithmHalvingDoubling   ? halving_doubling_scratch_bytes(count, es)
+                                                 : ring_allreduce_scratch_bytes(count, n, es);
+  for (auto [buffer, bytes] :
+       {std::pair{&fusion_, g.fused() ? g.bytes : 0}, std::pair{&scratch_, scratch_need}})
+    if (Status s = reserve_agreed(*buffer, bytes, g, t, p, result); !s.ok() || !result->ok())
+      return s;
+
   // Copy in.
   const int64_t group_start = now();
   uint8_t* buffer;
   if (g.fused()) {
-    if (Status s = reserve_agreed(fusion_, g.bytes, g, t, p, result); !s.ok() || !result->ok())
-      return s;
     buffer = fusion_.buffer().data();
     for (size_t i = 0; i < g.members.size(); ++i) {
       TensorEntry& e = *entries[g.members[i]];
@@ -205,37 +229,16 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   // Collective.
   const int64_t coll_start = now();
   const CollectiveContext ctx = context(p, seq, name_id);
-  Status s(StatusCode::kUnimplemented, "");
-  EventKind kind = EventKind::kAllreduce;
-  if (p.algorithm == CpuAllreduce::kMpi) {
-    s = transport_->native_allreduce(buffer, g.bytes / es, t.dtype, t.reduce, ctx.deadline());
-    kind = EventKind::kMpiAllreduce;
-  }
-  int64_t algorithm = kAlgorithmRing;
-  if (s.code() == StatusCode::kUnimplemented) {
-    kind = EventKind::kAllreduce;
-    // Small buffers are latency-bound: log2(n) whole-buffer exchanges beat
-    // the ring's 2(n-1) steps there. RINGSCOPE_CPU_ALLREDUCE=ring (and the
-    // MPI fallback for dtypes MPI lacks) keeps the ring for every size.
-    const bool choose = p.algorithm == CpuAllreduce::kAuto;
-    const size_t count = g.bytes / es;
-    if (choose && use_recursive_doubling(g.bytes, n))
-      algorithm = kAlgorithmRecursiveDoubling;
-    else if (choose && use_halving_doubling(g.bytes, n))
-      algorithm = kAlgorithmHalvingDoubling;
-    const size_t need =
-        algorithm == kAlgorithmRecursiveDoubling ? recursive_doubling_scratch_bytes(count, es)
-        : algorithm == kAlgorithmHalvingDoubling ? halving_doubling_scratch_bytes(count, es)
-                                                 : ring_allreduce_scratch_bytes(count, n, es);
-    if (Status a = reserve_agreed(scratch_, need, g, t, p, result); !a.ok() || !result->ok())
-      return a;
-    if (algorithm == kAlgorithmRecursiveDoubling)
-      s = recursive_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
-    else if (algorithm == kAlgorithmHalvingDoubling)
-      s = halving_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
-    else
-      s = ring_allreduce(ctx, buffer, count, t.dtype, t.reduce);
-  }
+  Status s;
+  const EventKind kind = native ? EventKind::kMpiAllreduce : EventKind::kAllreduce;
+  if (native)
+    s = transport_->native_allreduce(buffer, count, t.dtype, t.reduce, ctx.deadline());
+  else if (algorithm == kAlgorithmRecursiveDoubling)
+    s = recursive_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
+  else if (algorithm == kAlgorithmHalvingDoubling)
+    s = halving_doubling_allreduce(ctx, buffer, count, t.dtype, t.reduce);
+  else
+    s = ring_allreduce(ctx, buffer, count, t.dtype, t.reduce);
   if (!s.ok()) return s;
   record(p, kind, coll_start, seq, name_id, static_cast<int64_t>(g.bytes), algorithm,
          static_cast<int32_t>(g.members.size()));

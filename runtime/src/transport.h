@@ -130,9 +130,12 @@ class Transport {
   virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
 
   // The transport's own allreduce (MPI_Allreduce), for comparison. Returns
-  // kUnimplemented where there is none or the dtype is not supported.
+  // kUnimplemented where has_native_allreduce() is false.
   virtual Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                                   Deadline deadline);
+  // Whether native_allreduce takes this dtype and count (the same answer on
+  // every rank: it depends on nothing else).
+  virtual bool has_native_allreduce(DataType, size_t) const { return false; }
 
   // Collective: every rank calls it with the same size, at the same point
   // of its sequence of collectives. kUnimplemented where the ranks cannot

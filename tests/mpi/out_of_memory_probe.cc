@@ -1,11 +1,12 @@
 // A rank that runs out of host memory for an allreduce must fail that op on
 // every rank at once, with an error naming it, and the ranks must go on.
-// The last rank caps its address space (RLIMIT_AS) a few MiB above what it
+// The last rank caps its address space (RLIMIT_AS) 16 MiB above what it
 // maps, then every rank allreduces:
 //   1. one tensor of 100 MiB: the ring scratch it needs (at least 67 MiB,
 //      more than a malloc arena's 64 MiB heap, so it cannot come from
 //      memory mapped before the cap) cannot be had there: every rank must
-//      get kOutOfMemory naming that rank, not the op timeout;
+//      get kOutOfMemory naming that rank, not the op timeout, and find its
+//      tensor (in place, prescaled by 2) untouched;
 //   2. four tensors of 20 MiB in one burst (fused or not, depending on how
 //      the cycles fall): each may fail or succeed, but alike on every rank,
 //      and a success must be the right sum.
@@ -39,12 +40,20 @@ struct Tensor {
   std::string name;
   std::vector<float> data;
   int salt;
+  double prescale = 1.0;
+  float input(size_t x) const { return static_cast<float>(rank + salt + x % 7); }
   void fill() {
-    for (size_t x = 0; x < data.size(); ++x) data[x] = static_cast<float>(rank + salt + x % 7);
+    for (size_t x = 0; x < data.size(); ++x) data[x] = input(x);
+  }
+  bool holds_input() const {
+    for (size_t x = 0; x < data.size(); x += 4099)
+      if (data[x] != input(x)) return false;
+    return true;
   }
   bool holds_sum() const {
     for (size_t x = 0; x < data.size(); x += 4099)
-      if (data[x] != static_cast<float>(ranks * (ranks - 1) / 2 + ranks * (salt + x % 7)))
+      if (data[x] != static_cast<float>(prescale * (ranks * (ranks - 1) / 2 +
+                                                    ranks * (salt + static_cast<int>(x % 7)))))
         return false;
     return true;
   }
@@ -60,7 +69,7 @@ std::vector<ringscope::Status> allreduce_all(std::vector<Tensor>& tensors,
     ringscope::Status s = ringscope::allreduce_async(
         prefix + t.name, ringscope::DataType::kFloat32, {static_cast<int64_t>(t.data.size())},
         t.data.data(), t.data.data(), ringscope::ReduceOp::kSum,
-        [&done, i](const ringscope::Status& st) { done[i].set_value(st); });
+        [&done, i](const ringscope::Status& st) { done[i].set_value(st); }, t.prescale);
     if (!s.ok()) done[i].set_value(s);
   }
   std::vector<ringscope::Status> out;
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
     std::printf("rank %d: init: %s\n", rank, s.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  std::vector<Tensor> big{{"big", std::vector<float>(25 << 20), 0}};
+  std::vector<Tensor> big{{"big", std::vector<float>(25 << 20), 0, 2.0}};
   std::vector<Tensor> burst;
   for (int i = 0; i < 4; ++i)
     burst.push_back({"burst/" + std::to_string(i), std::vector<float>(5 << 20), i + 1});
@@ -107,7 +116,7 @@ int main(int argc, char** argv) {
   getrlimit(RLIMIT_AS, &before);
   if (rank == poor) {
     rlimit capped = before;
-    capped.rlim_cur = address_space_bytes() + (4 << 20);
+    capped.rlim_cur = address_space_bytes() + (16 << 20);
     if (setrlimit(RLIMIT_AS, &capped) != 0) fail("setrlimit failed");
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -117,6 +126,7 @@ int main(int argc, char** argv) {
 
   std::printf("rank %d: %s\n", rank, big_status.to_string().c_str());
   if (!names_poor_rank(big_status, poor)) fail("100 MiB tensor: " + big_status.to_string());
+  if (!big[0].holds_input()) fail("the failed 100 MiB op changed its tensor");
   std::vector<int> outcome;  // per burst tensor: 1 ok, 0 out of memory
   for (size_t i = 0; i < burst.size(); ++i) {
     const ringscope::Status& s = burst_status[i];

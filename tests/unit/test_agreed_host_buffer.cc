@@ -54,7 +54,7 @@ TEST_CASE("agreed buffer: growth is agreed once, later smaller sizes need no pee
 
 TEST_CASE("agreed buffer: a rank out of memory fails the growth on every rank, naming it",
           "[buffers]") {
-  for (int n : {2, 3, 4}) {
+  for (int n : {2, 3, 4, 65}) {  // 65: the failing rank's bit in a second word
     ThreadChecks checks;
     const int poor = n - 1;
     run_ranks(n, [&](int r, Transport& t) {
