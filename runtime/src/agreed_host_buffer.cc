@@ -4,7 +4,6 @@
 #include <cstdio>
 
 namespace ringscope {
-namespace {
 
 std::string mebibytes(size_t bytes) {
   char text[32];
@@ -12,40 +11,49 @@ std::string mebibytes(size_t bytes) {
   return text;
 }
 
-}  // namespace
+std::string rank_list(const std::vector<int>& ranks) {
+  constexpr size_t kNamed = 8;
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < kNamed; ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > kNamed) text += " and " + std::to_string(ranks.size() - kNamed) + " more";
+  return text;
+}
+
+Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadline,
+                           std::vector<int>* short_of) {
+  short_of->clear();
+  const int n = transport.size(), me = transport.rank();
+  // One bit per rank, cleared by a rank that could not allocate.
+  std::vector<uint64_t> words((n + 63) / 64, ~uint64_t{0});
+  if (!allocated) words[me / 64] &= ~(uint64_t{1} << (me % 64));
+  if (n > 1)
+    if (Status s = transport.allreduce_and(&words, deadline, WaitMode::kControl); !s.ok()) return s;
+  for (int r = 0; r < n; ++r)
+    if (!(words[r / 64] >> (r % 64) & 1)) short_of->push_back(r);
+  return Status::OK();
+}
 
 Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline deadline,
                                  Status* failed) {
   *failed = Status::OK();
   if (bytes <= agreed_) return Status::OK();
-  const int n = transport.size(), me = transport.rank();
-  // One bit per rank, cleared by a rank that could not allocate.
-  std::vector<uint64_t> words((n + 63) / 64, ~uint64_t{0});
-  if (!buffer_.reserve(bytes)) words[me / 64] &= ~(uint64_t{1} << (me % 64));
-  if (n > 1) {
-    Status s = transport.allreduce_and(&words, deadline, WaitMode::kControl);
-    if (!s.ok())
-      return Status(s.code(),
-                    "agreeing on " + mebibytes(bytes) + " for the " + what_ + ": " + s.message(),
-                    s.rank(), s.peer());
-  }
-  std::string short_of;
-  int first = -1, count = 0;
-  for (int r = 0; r < n; ++r) {
-    if (words[r / 64] >> (r % 64) & 1) continue;
-    if (first < 0) first = r;
-    if (++count <= 8) short_of += (short_of.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (count == 0) {
+  std::vector<int> short_of;
+  Status s = agree_on_allocation(transport, buffer_.reserve(bytes), deadline, &short_of);
+  if (!s.ok())
+    return Status(s.code(),
+                  "agreeing on " + mebibytes(bytes) + " for the " + what_ + ": " + s.message(),
+                  s.rank(), s.peer());
+  if (short_of.empty()) {
     agreed_ = bytes;
     return Status::OK();
   }
-  if (count > 8) short_of += " and " + std::to_string(count - 8) + " more";
+  const int me = transport.rank();
   *failed = Status(StatusCode::kOutOfMemory,
-                   std::string(count == 1 ? "rank " : "ranks ") + short_of +
-                       " could not allocate " + mebibytes(bytes) + " of host memory for the " +
-                       what_ + " (out of memory); the op failed on every rank",
-                   me, first == me ? -1 : first);
+                   rank_list(short_of) + " could not allocate " + mebibytes(bytes) +
+                       " of host memory for the " + what_ +
+                       " (out of memory); the op failed on every rank",
+                   me, short_of[0] == me ? -1 : short_of[0]);
   return Status::OK();
 }
 

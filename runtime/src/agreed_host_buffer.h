@@ -11,11 +11,23 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "host_buffer.h"
 #include "transport.h"
 
 namespace ringscope {
+
+// Every rank says whether it could allocate what an op needs; *short_of
+// gets the ranks that could not, the same list on every rank. One
+// AND-allreduce of a bit per rank (none with one rank). Non-OK only when the
+// exchange itself failed (a peer timed out).
+Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadline,
+                           std::vector<int>* short_of);
+// "rank 2", "ranks 0, 1, 2", "ranks 0, 1, ..., 7 and 3 more".
+std::string rank_list(const std::vector<int>& ranks);
+// "12.0 MiB".
+std::string mebibytes(size_t bytes);
 
 class AgreedHostBuffer {
  public:

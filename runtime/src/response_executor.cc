@@ -397,19 +397,22 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
   }
   const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
   uint8_t* out = e.allocate ? static_cast<uint8_t*>(e.allocate(out_shape)) : nullptr;
-  if (!out && total > 0) {
-    // Still take part, so the other ranks' ring completes; then fail locally.
-    *result =
-        Status(StatusCode::kInvalidArgument,
-               "allgather of '" + r.tensor.name + "': the output allocator returned no memory", me);
-    gather_fallback_.reserve(total);
-    if (gather_fallback_.size() < total)  // nothing to take part with: the peers time out
-      return Status(StatusCode::kInternal,
-                    "allgather of '" + r.tensor.name + "': the output allocator returned no " +
-                        "memory, and neither could ringscope allocate " + std::to_string(total) +
-                        " bytes to take part",
-                    me);
-    out = gather_fallback_.data();
+  // Every rank needs its output before any data moves: a rank without one
+  // cannot take part, and its peers would wait for it until the op timeout.
+  // One AND-allreduce per allgather settles it; if a rank has none, the op
+  // fails on every rank alike (docs/design.md, "Memory").
+  std::vector<int> short_of;
+  if (Status s = agree_on_allocation(*transport_, out || total == 0,
+                                     Deadline::after(p.timeout_seconds), &short_of);
+      !s.ok())
+    return s;
+  if (!short_of.empty()) {
+    *result = Status(StatusCode::kOutOfMemory,
+                     "allgather of '" + r.tensor.name + "': the output allocator of " +
+                         rank_list(short_of) + " returned no memory for " + mebibytes(total) +
+                         "; the op failed on every rank",
+                     me, short_of[0] == me ? -1 : short_of[0]);
+    return Status::OK();
   }
   if (blocks[me] > 0) std::memcpy(out + my_offset, e.input, blocks[me]);
   const CollectiveContext ctx = context(p, static_cast<int32_t>(index), e.name_id);

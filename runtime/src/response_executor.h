@@ -113,7 +113,6 @@ class ResponseExecutor {
   Transport* transport_;
   AgreedHostBuffer fusion_{"fusion buffer"};
   AgreedHostBuffer scratch_{"allreduce scratch"};
-  HostBuffer gather_fallback_;
   std::unique_ptr<SharedRegions> shared_;
   std::unique_ptr<AlternatingHalves> halves_;  // over shared_
   std::unique_ptr<DataThreads> data_threads_;  // null: copies and sums on this thread

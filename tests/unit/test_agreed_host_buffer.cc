@@ -1,9 +1,10 @@
 // AgreedHostBuffer and HostBuffer: growth is agreed by every rank (one
 // AND-allreduce, only above the agreed mark), a rank that cannot allocate
 // fails the op on every rank with an error naming it, the buffers keep what
-// they had, and a missing peer ends the agreement with a timeout, not a hang.
-// Ranks are threads; an allocation of 2^60 bytes stands in for "out of
-// memory" (no machine has it).
+// they had, and a missing peer ends the agreement with a timeout, not a hang;
+// an allgather whose output allocator fails on one rank fails on every rank
+// and the runtime goes on. Ranks are threads; an allocation of 2^60 bytes
+// stands in for "out of memory" (no machine has it).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -126,4 +127,42 @@ TEST_CASE("agreed buffer: a peer that never takes part ends the agreement with a
   });
   INFO(checks.summary());
   REQUIRE(checks.ok());
+}
+
+TEST_CASE("an allgather whose output allocator fails on one rank fails on every rank, naming it",
+          "[buffers][runtime]") {
+  for (int n : {2, 3}) {
+    ThreadChecks checks;
+    const int poor = n - 1;
+    run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
+      const std::string tag = "n=" + std::to_string(n) + " rank " + std::to_string(r) + ": ";
+      std::vector<int32_t> in(4, r), out;
+      for (const char* name : {"ag.null", "ag.next"}) {
+        const bool refuse = r == poor && std::string(name) == "ag.null";
+        TensorEntry e;
+        e.req = Request{name, OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {4}};
+        e.input = in.data();
+        e.allocate = [&out, refuse](const Shape& s) -> void* {
+          if (refuse) return nullptr;
+          out.assign(static_cast<size_t>(num_elements(s)), -1);
+          return out.data();
+        };
+        Status s = run_op(rt, std::move(e));
+        if (std::string(name) == "ag.null") {
+          checks.expect(s.code() == StatusCode::kOutOfMemory, tag + s.to_string());
+          checks.expect(s.message().find("the output allocator of rank " + std::to_string(poor) +
+                                         " returned no memory") != std::string::npos,
+                        tag + s.message());
+          checks.expect(out.empty() || out[0] == -1, tag + "no data moved");
+        } else {
+          checks.expect(s.ok(), tag + s.to_string());
+          for (int q = 0; q < n; ++q)
+            checks.expect(out.size() == static_cast<size_t>(4 * n) && out[4 * q] == q,
+                          tag + "gathered block " + std::to_string(q));
+        }
+      }
+    });
+    INFO(checks.summary());
+    REQUIRE(checks.ok());
+  }
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "agreed_host_buffer.h"  // agree_on_allocation, rank_list, mebibytes
 #include "copy_kernels.h"
 #include "cuda_status.h"
 #include "device_buffers.h"
@@ -212,21 +213,24 @@ class NcclCollectives : public DeviceCollectives {
     DeviceJob job = new_job(ctx, "allgather of '" + r.tensor.name + "'");
     Status local;
     uint8_t* out = entry->allocate ? static_cast<uint8_t*>(entry->allocate(out_shape)) : nullptr;
-    if (!out && layout.total > 0) {
-      // Take part anyway so the other ranks complete; fail here afterwards.
-      local = Status(
-          StatusCode::kInvalidArgument,
-          "allgather of '" + r.tensor.name + "': the output allocator returned no device memory",
-          me);
-      cudaError_t e = gather_fallback_.reserve(layout.total, stream_);
-      if (e != cudaSuccess) return cuda_status(e, "allocating allgather scratch", me);
-      out = gather_fallback_.data();
-    }
+    // As on the host (ResponseExecutor::run_allgather): every rank needs its
+    // output before any data moves, or the op fails on every rank alike.
+    std::vector<int> short_of;
+    if (!(s = agree_on_allocation(*setup_.world, out || layout.total == 0,
+                                  Deadline::after(setup_.timeout_seconds), &short_of))
+             .ok())
+      return s;
+    if (!short_of.empty())
+      local = Status(StatusCode::kOutOfMemory,
+                     "allgather of '" + r.tensor.name + "': the output allocator of " +
+                         rank_list(short_of) + " returned no device memory for " +
+                         mebibytes(layout.total) + "; the op failed on every rank",
+                     me, short_of[0] == me ? -1 : short_of[0]);
     if (!(s = wait_ready(*entry)).ok()) return s;
     cudaEvent_t begin, end;
     const int64_t enqueued = now(ctx);
     if (!(s = mark_event(&events_, stream_, &job, me, &begin)).ok()) return s;
-    if (layout.total > 0) {
+    if (layout.total > 0 && local.ok()) {
       std::lock_guard<std::mutex> lock(nccl_mu_);
       if (!(s = communicators_alive()).ok()) return s;
       const Deadline deadline = Deadline::after(setup_.timeout_seconds);
@@ -398,7 +402,7 @@ class NcclCollectives : public DeviceCollectives {
   uint32_t stream_id_ = 0;
   std::mutex nccl_mu_;  // NCCL calls (background thread) vs abort (finalizer)
   std::unique_ptr<NcclCommunicator> world_, node_;
-  DeviceBuffer fusion_, gather_fallback_;
+  DeviceBuffer fusion_;
   PinnedBuffer pinned_;
   HostBuffer host_scratch_;
   std::unique_ptr<DeviceFinalizer> finalizer_;
