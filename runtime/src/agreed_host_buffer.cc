@@ -1,15 +1,9 @@
 // AgreedHostBuffer: see agreed_host_buffer.h.
 #include "agreed_host_buffer.h"
 
-#include <cstdio>
+#include "text_format.h"
 
 namespace ringscope {
-
-std::string mebibytes(size_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return text;
-}
 
 std::string rank_list(const std::vector<int>& ranks) {
   constexpr size_t kNamed = 8;
@@ -42,7 +36,7 @@ Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline de
   Status s = agree_on_allocation(transport, buffer_.reserve(bytes), deadline, &short_of);
   if (!s.ok())
     return Status(s.code(),
-                  "agreeing on " + mebibytes(bytes) + " for the " + what_ + ": " + s.message(),
+                  "agreeing on " + format_mib(bytes) + " for the " + what_ + ": " + s.message(),
                   s.rank(), s.peer());
   if (short_of.empty()) {
     agreed_ = bytes;
@@ -50,7 +44,7 @@ Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline de
   }
   const int me = transport.rank();
   *failed = Status(StatusCode::kOutOfMemory,
-                   rank_list(short_of) + " could not allocate " + mebibytes(bytes) +
+                   rank_list(short_of) + " could not allocate " + format_mib(bytes) +
                        " of host memory for the " + what_ +
                        " (out of memory); the op failed on every rank",
                    me, short_of[0] == me ? -1 : short_of[0]);

@@ -26,8 +26,6 @@ Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadli
                            std::vector<int>* short_of);
 // "rank 2", "ranks 0, 1, 2", "ranks 0, 1, ..., 7 and 3 more".
 std::string rank_list(const std::vector<int>& ranks);
-// "12.0 MiB".
-std::string mebibytes(size_t bytes);
 
 class AgreedHostBuffer {
  public:

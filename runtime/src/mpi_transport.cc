@@ -3,6 +3,8 @@
 #include "mpi_transport.h"
 
 #include <sched.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <climits>
 #include <thread>
@@ -341,6 +343,36 @@ Status MpiTransport::native_allreduce(void* buffer, size_t count, DataType dtype
       &req, deadline, "MPI_Allreduce", WaitMode::kData);
 }
 
+namespace {
+
+// Where Open MPI's shared-memory windows (osc/sm) keep their backing files:
+// its MCA parameter osc_sm_backing_directory, which mpirun passes to the
+// ranks in the environment, else its Linux default.
+std::string shared_window_directory() {
+  const char* set = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  return set && *set ? set : "/dev/shm";
+}
+
+// Whether the backing directory has room for a window of `bytes_per_rank`
+// on each of `ranks` ranks (each region on its own pages, plus a page of
+// slack per rank); *need and *free_bytes say how much. A directory that
+// cannot be asked counts as having room: MPI then reports for itself.
+bool window_fits(const std::string& dir, size_t bytes_per_rank, int ranks, size_t* need,
+                 size_t* free_bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t region = (kSharedCounterBytes + bytes_per_rank + page - 1) / page * page;
+  *need = static_cast<size_t>(ranks) * (region + page);
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) != 0) {
+    *free_bytes = SIZE_MAX;
+    return true;
+  }
+  *free_bytes = static_cast<size_t>(fs.f_bavail) * fs.f_frsize;
+  return *need <= *free_bytes;
+}
+
+}  // namespace
+
 Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline deadline,
                                              std::unique_ptr<SharedRegions>* out) {
   if (topo_.local_size != topo_.size)
@@ -351,6 +383,25 @@ Status MpiTransport::allocate_shared_regions(size_t bytes_per_rank, Deadline dea
   Status s = wait_request(MPI_Ibarrier(comm_, &req), &req, deadline, "shared-memory setup",
                           WaitMode::kData);
   if (!s.ok()) return s;
+  // Open MPI checks the backing directory's space only on the rank that
+  // creates the file, which then fails while the others wait inside
+  // MPI_Win_allocate_shared for it forever (measured: np=2, an 8 MiB tmpfs
+  // as osc_sm_backing_directory, a 64 MiB window). So every rank checks
+  // first, and all of them go on only if all found room. A container's
+  // default /dev/shm (64 MiB in Docker) meets this.
+  const std::string dir = shared_window_directory();
+  size_t need = 0, free_bytes = 0;
+  std::vector<uint64_t> fits = {window_fits(dir, bytes_per_rank, topo_.size, &need, &free_bytes)};
+  if (Status f = allreduce_and(&fits, deadline, WaitMode::kData); !f.ok()) return f;
+  if (fits[0] == 0)
+    return Status(
+        StatusCode::kOutOfMemory,
+        "a shared-memory window of " + std::to_string(need) + " bytes (" + format_mib(need) +
+            ") does not fit in " + dir + " on some rank" +
+            (free_bytes == SIZE_MAX ? std::string()
+                                    : " (" + std::to_string(free_bytes) + " bytes free here)") +
+            "; in a container, give it more room (docker run --shm-size=1g)",
+        topo_.rank);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each region on its own pages

@@ -10,6 +10,7 @@
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
 #include "shared_memory_allreduce.h"
+#include "text_format.h"
 
 namespace ringscope {
 
@@ -294,26 +295,45 @@ Status ResponseExecutor::prepare_shared_regions(size_t bytes, const ExecutionPar
   *ready = false;
   if (shared_unavailable_) return Status::OK();
   // Room for two allreduces of this size where it fits, so consecutive ones
-  // alternate halves and skip a barrier (AlternatingHalves).
+  // alternate halves and skip a barrier (AlternatingHalves). Past the limit
+  // the backing directory set, regions that hold one allreduce will do.
   const size_t wanted = AlternatingHalves::alternates(bytes) ? 2 * bytes : bytes;
-  if (shared_ && shared_->bytes_per_rank() >= wanted) {
+  const size_t held = shared_ ? shared_->bytes_per_rank() : 0;
+  if (held >= wanted || (held >= bytes && wanted > shared_limit_)) {
     *ready = true;
     return Status::OK();
   }
   // Every rank makes this decision in the same collective (same responses,
-  // same settings), so the collective free and allocation line up.
+  // same settings, agreed outcomes), so the collective free and allocation
+  // line up.
   size_t grown = size_t{1} << 20;
   while (grown < wanted) grown *= 2;
+  const size_t target = std::min({grown, kSharedMemoryMaxBytes, shared_limit_});
+  if (target <= held || target < bytes) return Status::OK();  // the ring takes it
   if (Status s = free_shared_regions(p.timeout_seconds); !s.ok()) return s;
-  Status s = transport_->allocate_shared_regions(std::min(grown, kSharedMemoryMaxBytes),
-                                                 Deadline::after(p.timeout_seconds), &shared_);
-  if (s.code() == StatusCode::kUnimplemented) {
-    shared_unavailable_ = true;
+  // A window the backing directory (/dev/shm) has no room for comes back as
+  // kOutOfMemory on every rank: try half the size, down to the smallest,
+  // and remember the size that fit.
+  for (size_t size = target; size >= kMinSharedRegionBytes; size /= 2) {
+    Status s =
+        transport_->allocate_shared_regions(size, Deadline::after(p.timeout_seconds), &shared_);
+    if (s.code() == StatusCode::kUnimplemented) break;
+    if (s.code() == StatusCode::kOutOfMemory) {
+      if (notices_.empty()) notices_.push_back(s.message());
+      continue;
+    }
+    if (!s.ok()) return s;
+    halves_ = std::make_unique<AlternatingHalves>(shared_.get());
+    if (size < target) {
+      shared_limit_ = size;
+      notices_.push_back("shared-memory allreduce limited to " + format_mib(size) +
+                         " per rank; larger allreduces take the ring");
+    }
+    *ready = size >= bytes;
     return Status::OK();
   }
-  if (!s.ok()) return s;
-  halves_ = std::make_unique<AlternatingHalves>(shared_.get());
-  *ready = true;
+  if (!notices_.empty()) notices_.push_back("no shared-memory allreduce: every one takes the ring");
+  shared_unavailable_ = true;
   return Status::OK();
 }
 
@@ -409,7 +429,7 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
   if (!short_of.empty()) {
     *result = Status(StatusCode::kOutOfMemory,
                      "allgather of '" + r.tensor.name + "': the output allocator of " +
-                         rank_list(short_of) + " returned no memory for " + mebibytes(total) +
+                         rank_list(short_of) + " returned no memory for " + format_mib(total) +
                          "; the op failed on every rank",
                      me, short_of[0] == me ? -1 : short_of[0]);
     return Status::OK();

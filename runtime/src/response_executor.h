@@ -8,6 +8,8 @@
 // rank out of memory fails that op on every rank, and the next op runs.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "agreed_host_buffer.h"
@@ -57,6 +59,10 @@ class ResponseExecutor {
   // Threads per large copy or sum, this one included (DataThreads); 1 = none.
   void set_data_threads(int threads);
   int data_threads() const { return data_threads_ ? data_threads_->threads() : 1; }
+
+  // Warnings for the user since the last call (the shared-memory window
+  // limited or given up for lack of room); the runtime logs them.
+  std::vector<std::string> take_notices() { return std::exchange(notices_, {}); }
 
   size_t fusion_buffer_bytes() { return fusion_.buffer().size(); }
   uint64_t fusion_buffer_allocations() { return fusion_.buffer().allocations(); }
@@ -117,6 +123,11 @@ class ResponseExecutor {
   std::unique_ptr<AlternatingHalves> halves_;  // over shared_
   std::unique_ptr<DataThreads> data_threads_;  // null: copies and sums on this thread
   bool shared_unavailable_ = false;            // the transport has none: never ask again
+  // The largest regions the backing directory had room for (learned when a
+  // larger window did not fit); larger allreduces take the ring.
+  size_t shared_limit_ = kSharedMemoryMaxBytes;
+  static constexpr size_t kMinSharedRegionBytes = size_t{1} << 20;
+  std::vector<std::string> notices_;
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;
   Status device_failed_;  // the GPU path could not start: every device op fails with it

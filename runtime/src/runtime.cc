@@ -99,7 +99,12 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
     s = SharedMemoryAndReduce::create(transport.get(),
                                       ControlVector(options.cache_capacity).words().size(),
                                       Deadline::after(options.op_timeout_seconds), &shared_control);
-    if (!s.ok() && s.code() != StatusCode::kUnimplemented) return s;
+    // No room for even its small window (a full /dev/shm): MPI negotiates.
+    if (s.code() == StatusCode::kOutOfMemory && options.log_level >= 1)
+      std::fprintf(stderr, "[ringscope rank %d] %s; negotiating over MPI instead\n", topology.rank,
+                   s.message().c_str());
+    if (!s.ok() && s.code() != StatusCode::kUnimplemented && s.code() != StatusCode::kOutOfMemory)
+      return s;
   }
   std::unique_ptr<Runtime> rt(
       new Runtime(std::move(transport), topology, options, std::move(shared_control)));

@@ -46,6 +46,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   std::vector<Status> results;
   std::vector<char> deferred;
   *fatal = executor_.execute(responses, entries, p, &results, &deferred);
+  for (const std::string& notice : executor_.take_notices()) log(1, notice);
   // Only this thread writes these fields, so it may read them unlocked; the
   // lock is taken only in the rare cycle where the buffer grew.
   if (executor_.fusion_buffer_allocations() != counters_.fusion_buffer_allocations) {

@@ -21,6 +21,13 @@ inline std::string format_seconds(double s) {
   return buf;
 }
 
+// "12.0 MiB".
+inline std::string format_mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 // The shortest text that reads back as exactly `v`: "0", "0.1", "10000",
 // "1e+06", and "0.10000001" apart from "0.1".
 inline std::string format_number(double v) {

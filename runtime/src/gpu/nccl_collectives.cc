@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "agreed_host_buffer.h"  // agree_on_allocation, rank_list, mebibytes
+#include "agreed_host_buffer.h"  // agree_on_allocation, rank_list
 #include "copy_kernels.h"
 #include "cuda_status.h"
 #include "device_buffers.h"
@@ -19,6 +19,7 @@
 #include "hierarchical_allreduce.h"
 #include "nccl_communicator.h"
 #include "nccl_types.h"
+#include "text_format.h"
 
 namespace ringscope {
 
@@ -224,7 +225,7 @@ class NcclCollectives : public DeviceCollectives {
       local = Status(StatusCode::kOutOfMemory,
                      "allgather of '" + r.tensor.name + "': the output allocator of " +
                          rank_list(short_of) + " returned no device memory for " +
-                         mebibytes(layout.total) + "; the op failed on every rank",
+                         format_mib(layout.total) + "; the op failed on every rank",
                      me, short_of[0] == me ? -1 : short_of[0]);
     if (!(s = wait_ready(*entry)).ok()) return s;
     cudaEvent_t begin, end;
