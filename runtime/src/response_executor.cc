@@ -416,7 +416,7 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
     total += blocks[i];
   }
   const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
-  uint8_t* out = e.allocate ? static_cast<uint8_t*>(e.allocate(out_shape)) : nullptr;
+  uint8_t* out = static_cast<uint8_t*>(allocate_output(e, out_shape));
   // Every rank needs its output before any data moves: a rank without one
   // cannot take part, and its peers would wait for it until the op timeout.
   // One AND-allreduce per allgather settles it; if a rank has none, the op

@@ -71,7 +71,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
         responses[i].tensor.op == OpType::kAllreduce)
       allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
-    if (entries[i]->done) entries[i]->done(results[i]);
+    if (std::string threw = complete(*entries[i], results[i]); !threw.empty()) log(1, threw);
   }
   if (rec) {
     TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
@@ -129,16 +129,16 @@ void Runtime::remove_pending(PendingMap::iterator it) {
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
   queue_.finish(entry);  // before the callback: it may resubmit
   CallbackScope in_callback;
-  if (entry.done) entry.done(status);
+  if (std::string threw = complete(entry, status); !threw.empty()) log(1, threw);
 }
 
 void Runtime::fail_all(const Status& status) {
   CallbackScope in_callback;
   std::vector<TensorEntry> never_drained = queue_.close(status);
   for (TensorEntry& e : never_drained)
-    if (e.done) e.done(status);
+    if (std::string threw = complete(e, status); !threw.empty()) log(1, threw);
   for (auto& [name, e] : pending_)
-    if (e.done) e.done(status);
+    if (std::string threw = complete(e, status); !threw.empty()) log(1, threw);
   pending_.clear();
 }
 

@@ -2,8 +2,30 @@
 #include "tensor_queue.h"
 
 #include <algorithm>
+#include <exception>
 
 namespace ringscope {
+
+void* allocate_output(TensorEntry& entry, const Shape& shape) noexcept {
+  if (!entry.allocate) return nullptr;
+  try {
+    return entry.allocate(shape);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+std::string complete(TensorEntry& entry, const Status& status) noexcept {
+  if (!entry.done) return {};
+  try {
+    entry.done(status);
+    return {};
+  } catch (const std::exception& e) {
+    return "the completion callback of '" + entry.req.name + "' threw: " + e.what();
+  } catch (...) {
+    return "the completion callback of '" + entry.req.name + "' threw a non-standard exception";
+  }
+}
 
 Status TensorQueue::push(TensorEntry entry) {
   bool wake = false;

@@ -40,6 +40,16 @@ struct TensorEntry {
   uint64_t order = 0;  // arrival order on this rank
 };
 
+// The caller's code, called on ringscope's threads, must not take them
+// down: an exception it throws (a std::bad_alloc from a vector's growth in
+// an allocator, say) stops here.
+// An allgather's output: null where the entry has no allocator, or the
+// allocator returned none or threw.
+void* allocate_output(TensorEntry& entry, const Shape& shape) noexcept;
+// Runs the entry's completion callback, if any. Returns what it threw, as
+// text, for the runtime to log; empty when it returned normally.
+std::string complete(TensorEntry& entry, const Status& status) noexcept;
+
 class TensorQueue {
  public:
   // Fails with kDuplicateName if the name is in flight, or with the close

@@ -2,8 +2,9 @@
 // AND-allreduce, only above the agreed mark), a rank that cannot allocate
 // fails the op on every rank with an error naming it, the buffers keep what
 // they had, and a missing peer ends the agreement with a timeout, not a hang;
-// an allgather whose output allocator fails on one rank fails on every rank
-// and the runtime goes on. Ranks are threads; an allocation of 2^60 bytes
+// an allgather whose output allocator fails (null or a throw) on one rank
+// fails on every rank and the runtime goes on, as it does after a completion
+// callback that throws. Ranks are threads; an allocation of 2^60 bytes
 // stands in for "out of memory" (no machine has it).
 #include <catch2/catch.hpp>
 
@@ -131,6 +132,7 @@ TEST_CASE("agreed buffer: a peer that never takes part ends the agreement with a
 
 TEST_CASE("an allgather whose output allocator fails on one rank fails on every rank, naming it",
           "[buffers][runtime]") {
+  // n=2 returns null, n=3 throws std::bad_alloc (as a vector's growth does).
   for (int n : {2, 3}) {
     ThreadChecks checks;
     const int poor = n - 1;
@@ -142,7 +144,8 @@ TEST_CASE("an allgather whose output allocator fails on one rank fails on every 
         TensorEntry e;
         e.req = Request{name, OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {4}};
         e.input = in.data();
-        e.allocate = [&out, refuse](const Shape& s) -> void* {
+        e.allocate = [&out, refuse, n](const Shape& s) -> void* {
+          if (refuse && n == 3) throw std::bad_alloc();
           if (refuse) return nullptr;
           out.assign(static_cast<size_t>(num_elements(s)), -1);
           return out.data();
@@ -165,4 +168,24 @@ TEST_CASE("an allgather whose output allocator fails on one rank fails on every 
     INFO(checks.summary());
     REQUIRE(checks.ok());
   }
+}
+
+TEST_CASE("a completion callback that throws does not take the runtime down", "[runtime]") {
+  ThreadChecks checks;
+  run_runtimes(2, fast_options(), [&](int r, Runtime& rt) {
+    std::vector<float> a(8, 1.0f), b(8, 1.0f);
+    std::promise<void> thrown;
+    TensorEntry e = allreduce_entry("throws", DataType::kFloat32, {8}, a.data(), a.data());
+    e.done = [&thrown](const Status&) {
+      thrown.set_value();
+      throw std::runtime_error("a user callback failed");
+    };
+    checks.expect(rt.submit(std::move(e)).ok(), "submit");
+    thrown.get_future().wait();
+    Status s = run_op(rt, allreduce_entry("after", DataType::kFloat32, {8}, b.data(), b.data()));
+    checks.expect(s.ok(), "rank " + std::to_string(r) + ": " + s.to_string());
+    checks.expect(b[0] == 2.0f, "the next op's sum");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
 }

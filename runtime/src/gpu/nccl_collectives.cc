@@ -213,7 +213,7 @@ class NcclCollectives : public DeviceCollectives {
     for (int i = 0; i < n; ++i) out_shape[0] += r.first_dims[i];
     DeviceJob job = new_job(ctx, "allgather of '" + r.tensor.name + "'");
     Status local;
-    uint8_t* out = entry->allocate ? static_cast<uint8_t*>(entry->allocate(out_shape)) : nullptr;
+    uint8_t* out = static_cast<uint8_t*>(allocate_output(*entry, out_shape));
     // As on the host (ResponseExecutor::run_allgather): every rank needs its
     // output before any data moves, or the op fails on every rank alike.
     std::vector<int> short_of;
