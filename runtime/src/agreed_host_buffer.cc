@@ -5,15 +5,6 @@
 
 namespace ringscope {
 
-std::string rank_list(const std::vector<int>& ranks) {
-  constexpr size_t kNamed = 8;
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size() && i < kNamed; ++i)
-    text += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > kNamed) text += " and " + std::to_string(ranks.size() - kNamed) + " more";
-  return text;
-}
-
 Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadline,
                            std::vector<int>* short_of) {
   short_of->clear();

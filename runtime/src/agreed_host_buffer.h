@@ -19,13 +19,11 @@
 namespace ringscope {
 
 // Every rank says whether it could allocate what an op needs; *short_of
-// gets the ranks that could not, the same list on every rank. One
-// AND-allreduce of a bit per rank (none with one rank). Non-OK only when the
-// exchange itself failed (a peer timed out).
+// gets the ranks that could not (rank_list() in text_format.h names them), the same list on every
+// rank. One AND-allreduce of a bit per rank (none with one rank). Non-OK only when the exchange
+// itself failed (a peer timed out).
 Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadline,
                            std::vector<int>* short_of);
-// "rank 2", "ranks 0, 1, 2", "ranks 0, 1, ..., 7 and 3 more".
-std::string rank_list(const std::vector<int>& ranks);
 
 class AgreedHostBuffer {
  public:

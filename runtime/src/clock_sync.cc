@@ -66,4 +66,29 @@ Status share_from_rank0(Transport& t, std::string* text, double timeout_seconds)
   return wait_all(ops, Deadline::after(timeout_seconds));
 }
 
+Status agree_trace_opened(Transport& t, bool opened, double timeout_seconds,
+                          std::vector<int>* failed) {
+  const int n = t.size();
+  std::vector<uint8_t> all(n, 1);  // 1: that rank opened its file
+  all[t.rank()] = opened ? 1 : 0;
+  std::vector<PendingOpPtr> ops;
+  if (t.rank() == 0) {
+    for (int peer = 1; peer < n; ++peer)
+      ops.push_back(t.irecv(peer, &all[peer], 1, kTagTraceOpened));
+    Status s = wait_all(ops, Deadline::after(timeout_seconds));
+    if (!s.ok()) return s;
+    for (int peer = 1; peer < n; ++peer)
+      ops.push_back(t.isend(peer, all.data(), all.size(), kTagTraceOpenedAll));
+  } else {
+    ops.push_back(t.isend(0, &all[t.rank()], 1, kTagTraceOpened));
+    ops.push_back(t.irecv(0, all.data(), all.size(), kTagTraceOpenedAll));
+  }
+  Status s = wait_all(ops, Deadline::after(timeout_seconds));
+  if (!s.ok()) return s;
+  failed->clear();
+  for (int r = 0; r < n; ++r)
+    if (!all[r]) failed->push_back(r);
+  return Status::OK();
+}
+
 }  // namespace ringscope

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "transport.h"
 
@@ -23,5 +24,11 @@ Status measure_clock_offset(Transport& transport, const std::function<int64_t()>
 // Rank 0's `*text` replaces `*text` on every rank, over point-to-point
 // messages (safe while the background thread runs collectives).
 Status share_from_rank0(Transport& transport, std::string* text, double timeout_seconds);
+
+// Whether every rank opened its trace file, over point-to-point messages
+// like share_from_rank0: *failed gets the ranks that did not, the same list
+// on every rank.
+Status agree_trace_opened(Transport& transport, bool opened, double timeout_seconds,
+                          std::vector<int>* failed);
 
 }  // namespace ringscope

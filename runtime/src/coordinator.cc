@@ -10,11 +10,8 @@
 namespace ringscope {
 namespace {
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
+// Every rank, however many: a mismatch or stall report is read to find them.
+std::string all_ranks(const std::vector<int>& ranks) { return rank_list(ranks, SIZE_MAX); }
 
 // Groups ranks by the value of one field; more than one group = mismatch.
 std::string describe_mismatch(const std::string& name, const char* field,
@@ -30,7 +27,7 @@ std::string describe_mismatch(const std::string& name, const char* field,
   if (groups.size() <= 1) return "";
   std::string msg = std::string("Mismatched ") + field + " for tensor '" + name + "': ";
   for (size_t i = 0; i < order.size(); ++i)
-    msg += (i ? "; " : "") + order[i] + " on " + rank_list(groups[order[i]]);
+    msg += (i ? "; " : "") + order[i] + " on " + all_ranks(groups[order[i]]);
   return msg;
 }
 
@@ -181,7 +178,7 @@ std::string Coordinator::stall_report(const std::vector<RequestList>& lists, int
     *oldest_ms = std::max(*oldest_ms, info.second);
     if (listed++ < 20)
       report += "\n  tensor '" + name + "' waited " + format_seconds(info.second / 1000.0) +
-                ": submitted by " + rank_list(info.first) + ", missing on " + rank_list(missing);
+                ": submitted by " + all_ranks(info.first) + ", missing on " + all_ranks(missing);
   }
   if (report.empty()) return "";
   if (listed > 20) report += "\n  ... and " + std::to_string(listed - 20) + " more tensors";

@@ -10,6 +10,7 @@
 #include "clock_sync.h"
 #include "ringscope/trace_schema.h"
 #include "runtime.h"
+#include "text_format.h"
 
 namespace ringscope {
 
@@ -44,7 +45,27 @@ Status Runtime::start_trace(const std::string& base_path) {
                      {"data_threads", std::to_string(executor_.data_threads())},
                      {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
                      {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
-  if (!st.ok()) return st;
+  // A rank that could not open its file (a directory it may not write, a
+  // full disk, a path that differs across nodes) must not leave its peers
+  // waiting in the clock measurement until the op timeout: every rank says
+  // whether it opened, and all of them go on only if all did.
+  std::vector<int> failed;
+  if (Status agreed =
+          agree_trace_opened(*transport_, st.ok(), options_.op_timeout_seconds, &failed);
+      !agreed.ok() || !failed.empty()) {
+    if (st.ok()) {
+      writer->close();
+      std::filesystem::remove(file, ec);
+    }
+    if (!st.ok()) return st;  // this rank's own reason
+    if (!agreed.ok()) return agreed;
+    return Status(StatusCode::kIoError,
+                  rank_list(failed) + " could not open " + (failed.size() == 1 ? "its" : "their") +
+                      " trace file (" + per_rank_trace_path(base_path, failed[0]) +
+                      (failed.size() == 1 ? "" : ", ...") +
+                      "; that rank's error says why); tracing stays off on every rank",
+                  topo_.rank, failed[0]);
+  }
   ClockOffset offset;
   TraceWriter* w = writer.get();
   st = measure_clock_offset(

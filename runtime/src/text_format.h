@@ -2,8 +2,10 @@
 #pragma once
 
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace ringscope {
 
@@ -26,6 +28,16 @@ inline std::string format_mib(size_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
+}
+
+// "rank 2", "ranks 0, 1, 2"; past `named` ranks, "ranks 0, 1, ..., 7 and
+// 3 more".
+inline std::string rank_list(const std::vector<int>& ranks, size_t named = 8) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < named; ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > named) text += " and " + std::to_string(ranks.size() - named) + " more";
+  return text;
 }
 
 // The shortest text that reads back as exactly `v`: "0", "0.1", "10000",

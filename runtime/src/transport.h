@@ -47,6 +47,8 @@ enum Tag : int {
   kTagClock = 7,
   kTagRunId = 8,
   kTagDoorbell = 9,
+  kTagTraceOpened = 10,     // each rank's "opened its trace file" to rank 0
+  kTagTraceOpenedAll = 11,  // rank 0's answer: which ranks could not
   kTagRingReduceScatter = 16,
   kTagRingAllgather = 17,
   kTagAllgatherv = 18,
