@@ -16,15 +16,20 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
     entries.push_back(it == pending_.end() ? nullptr : &it->second);
     where.push_back(it);
   }
-  // A response for a tensor this rank never submitted is a protocol bug;
-  // drop it loudly rather than crash (other ranks will time out on it).
+  // A response for a tensor this rank never submitted is a protocol bug.
+  // Running the others would pair this rank's collectives with different
+  // ones on its peers (wrong sums, or a wait that never ends), so it stops
+  // here, loudly; its peers then time out.
   for (size_t i = 0; i < responses.size(); ++i)
     if (!entries[i]) {
-      log(1, "internal error: response for unknown tensor '" + responses[i].tensor.name + "'");
-      responses.erase(responses.begin() + i);
-      entries.erase(entries.begin() + i);
-      where.erase(where.begin() + i);
-      --i;
+      *fatal = Status(StatusCode::kInternal,
+                      "the agreed responses name '" + responses[i].tensor.name +
+                          "', which this rank never submitted: the ranks no longer agree (a bug "
+                          "in ringscope); stopping",
+                      topo_.rank);
+      log(1, fatal->to_string());
+      fail_all(*fatal);
+      return 0;
     }
   Recorder* rec = recorder_.load();
   if (rec)
