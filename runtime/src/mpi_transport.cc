@@ -354,16 +354,21 @@ std::string shared_window_directory() {
 }
 
 // Whether the backing directory has room for a window of `bytes_per_rank`
-// on each of `ranks` ranks (each region on its own pages, plus a page of
-// slack per rank); *need and *free_bytes say how much. A directory that
-// cannot be asked counts as having room: MPI then reports for itself.
+// on each of `ranks` ranks: each region on its own pages, plus a page of
+// slack per rank, plus the 5% Open MPI's own check (osc/sm's
+// enough_space()) asks on top, so that a window this passes is never one
+// Open MPI refuses on the creating rank alone. *need and *free_bytes say how
+// much. A directory that cannot be asked, or reports no size (a tmpfs
+// mounted without a limit), counts as having room: MPI then reports for
+// itself.
 bool window_fits(const std::string& dir, size_t bytes_per_rank, int ranks, size_t* need,
                  size_t* free_bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t region = (kSharedCounterBytes + bytes_per_rank + page - 1) / page * page;
   *need = static_cast<size_t>(ranks) * (region + page);
+  *need += *need / 20 + page;
   struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) != 0) {
+  if (statvfs(dir.c_str(), &fs) != 0 || fs.f_blocks == 0) {
     *free_bytes = SIZE_MAX;
     return true;
   }

@@ -34,6 +34,12 @@ Status Runtime::start_trace(const std::string& base_path) {
   const auto parent = std::filesystem::path(file).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   auto writer = std::make_unique<TraceWriter>();
+  // A start that fails leaves no file behind, on any rank.
+  auto discard = [&](bool opened) {
+    if (opened) writer->close();
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::filesystem::remove(file + suffix, ec);
+  };
   const Settings s = settings();
   st = writer->open(per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
                     {{"run_id", run_id},
@@ -53,10 +59,7 @@ Status Runtime::start_trace(const std::string& base_path) {
   if (Status agreed =
           agree_trace_opened(*transport_, st.ok(), options_.op_timeout_seconds, &failed);
       !agreed.ok() || !failed.empty()) {
-    if (st.ok()) {
-      writer->close();
-      std::filesystem::remove(file, ec);
-    }
+    discard(st.ok());
     if (!st.ok()) return st;  // this rank's own reason
     if (!agreed.ok()) return agreed;
     return Status(StatusCode::kIoError,
@@ -71,7 +74,7 @@ Status Runtime::start_trace(const std::string& base_path) {
   st = measure_clock_offset(
       *transport_, [w] { return w->now_ns(); }, options_.op_timeout_seconds, &offset);
   if (!st.ok()) {
-    writer->close();
+    discard(true);
     return st;
   }
   writer->set_clock_offset_start(offset.offset_ns, offset.rtt_ns);

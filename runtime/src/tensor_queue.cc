@@ -17,13 +17,19 @@ void* allocate_output(TensorEntry& entry, const Shape& shape) noexcept {
 
 std::string complete(TensorEntry& entry, const Status& status) noexcept {
   if (!entry.done) return {};
+  std::string what;
   try {
     entry.done(status);
     return {};
   } catch (const std::exception& e) {
-    return "the completion callback of '" + entry.req.name + "' threw: " + e.what();
+    what = e.what();
   } catch (...) {
-    return "the completion callback of '" + entry.req.name + "' threw a non-standard exception";
+    what = "a non-standard exception";
+  }
+  try {  // the text itself may not be had (a callback that threw bad_alloc)
+    return "the completion callback of '" + entry.req.name + "' threw: " + what;
+  } catch (...) {
+    return {};
   }
 }
 

@@ -1,7 +1,8 @@
 // A rank that runs out of host memory for an allreduce must fail that op on
 // every rank at once, with an error naming it, and the ranks must go on.
-// The last rank caps its address space (RLIMIT_AS) 16 MiB above what it
-// maps, then every rank allreduces:
+// The last rank caps its address space (RLIMIT_AS) 32 MiB above what it
+// maps (room for MPI's own allocations after a burst tensor's scratch), then
+// every rank allreduces:
 //   1. one tensor of 100 MiB: the ring scratch it needs (at least 67 MiB,
 //      more than a malloc arena's 64 MiB heap, so it cannot come from
 //      memory mapped before the cap) cannot be had there: every rank must
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
   getrlimit(RLIMIT_AS, &before);
   if (rank == poor) {
     rlimit capped = before;
-    capped.rlim_cur = address_space_bytes() + (16 << 20);
+    capped.rlim_cur = address_space_bytes() + (32 << 20);
     if (setrlimit(RLIMIT_AS, &capped) != 0) fail("setrlimit failed");
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -16,5 +16,6 @@ if ! mount -t tmpfs -o size=8m tmpfs "$dir" 2>/dev/null; then
   exit 77
 fi
 trap 'umount "$dir"; rmdir "$dir"' EXIT
-"$mpiexec" --allow-run-as-root --oversubscribe --bind-to none \
+# Under ctest's own timeout (600 s), so that the trap still unmounts.
+timeout 500 "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none \
   --mca osc_sm_backing_directory "$dir" -x RINGSCOPE_OP_TIMEOUT_SECONDS=60 -np "$np" "$program"
