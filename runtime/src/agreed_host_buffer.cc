@@ -19,6 +19,11 @@ Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadli
   return Status::OK();
 }
 
+Status out_of_memory(const std::vector<int>& short_of, int me, std::string message) {
+  return Status(StatusCode::kOutOfMemory, std::move(message), me,
+                short_of[0] == me ? -1 : short_of[0]);
+}
+
 Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline deadline,
                                  Status* failed) {
   *failed = Status::OK();
@@ -33,12 +38,10 @@ Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline de
     agreed_ = bytes;
     return Status::OK();
   }
-  const int me = transport.rank();
-  *failed = Status(StatusCode::kOutOfMemory,
-                   rank_list(short_of) + " could not allocate " + format_mib(bytes) +
-                       " of host memory for the " + what_ +
-                       " (out of memory); the op failed on every rank",
-                   me, short_of[0] == me ? -1 : short_of[0]);
+  *failed = out_of_memory(short_of, transport.rank(),
+                          rank_list(short_of) + " could not allocate " + format_mib(bytes) +
+                              " of host memory for the " + what_ +
+                              " (out of memory); the op failed on every rank");
   return Status::OK();
 }
 

@@ -19,11 +19,16 @@
 namespace ringscope {
 
 // Every rank says whether it could allocate what an op needs; *short_of
-// gets the ranks that could not (rank_list() in text_format.h names them), the same list on every
-// rank. One AND-allreduce of a bit per rank (none with one rank). Non-OK only when the exchange
-// itself failed (a peer timed out).
+// gets the ranks that could not, the same list on every rank. One
+// AND-allreduce of a bit per rank (none with one rank). Non-OK only when
+// the exchange itself failed (a peer timed out).
 Status agree_on_allocation(Transport& transport, bool allocated, Deadline deadline,
                            std::vector<int>* short_of);
+
+// The kOutOfMemory every rank reports for an op that `short_of` (not empty,
+// from agree_on_allocation) could not allocate for: reported by rank `me`,
+// its peer the first rank short (none where that is `me`).
+Status out_of_memory(const std::vector<int>& short_of, int me, std::string message);
 
 class AgreedHostBuffer {
  public:

@@ -427,11 +427,10 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
       !s.ok())
     return s;
   if (!short_of.empty()) {
-    *result = Status(StatusCode::kOutOfMemory,
-                     "allgather of '" + r.tensor.name + "': the output allocator of " +
-                         rank_list(short_of) + " returned no memory for " + format_mib(total) +
-                         "; the op failed on every rank",
-                     me, short_of[0] == me ? -1 : short_of[0]);
+    *result = out_of_memory(short_of, me,
+                            "allgather of '" + r.tensor.name + "': the output allocator of " +
+                                rank_list(short_of) + " returned no memory for " +
+                                format_mib(total) + "; the op failed on every rank");
     return Status::OK();
   }
   if (blocks[me] > 0) std::memcpy(out + my_offset, e.input, blocks[me]);

@@ -139,6 +139,10 @@ class Runtime {
   // ops are failed already and the loop must stop.
   int64_t execute(std::vector<Response>& responses, int64_t decided_ns, Status* fatal);
   void finish_entry(TensorEntry& entry, const Status& status);
+  // The entry's callback (complete(), tensor_queue.h); what it threw is logged.
+  void run_callback(TensorEntry& entry, const Status& status) {
+    if (std::string threw = complete(entry, status); !threw.empty()) log(1, threw);
+  }
   // A device tensor can run here (GPU build, device visible, one device per rank).
   Status check_device(const Request& r);
   void fail_all(const Status& status);

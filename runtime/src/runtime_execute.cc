@@ -76,7 +76,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
         responses[i].tensor.op == OpType::kAllreduce)
       allreduced_bytes += static_cast<int64_t>(responses[i].bytes());
     if (!results[i].ok()) record_instant(EventKind::kError, intern(results[i].message()), 0);
-    if (std::string threw = complete(*entries[i], results[i]); !threw.empty()) log(1, threw);
+    run_callback(*entries[i], results[i]);
   }
   if (rec) {
     TraceEvent ev = make_event(EventKind::kCallback, cb_start, rec->now_ns(), cycle_);
@@ -134,16 +134,14 @@ void Runtime::remove_pending(PendingMap::iterator it) {
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
   queue_.finish(entry);  // before the callback: it may resubmit
   CallbackScope in_callback;
-  if (std::string threw = complete(entry, status); !threw.empty()) log(1, threw);
+  run_callback(entry, status);
 }
 
 void Runtime::fail_all(const Status& status) {
   CallbackScope in_callback;
   std::vector<TensorEntry> never_drained = queue_.close(status);
-  for (TensorEntry& e : never_drained)
-    if (std::string threw = complete(e, status); !threw.empty()) log(1, threw);
-  for (auto& [name, e] : pending_)
-    if (std::string threw = complete(e, status); !threw.empty()) log(1, threw);
+  for (TensorEntry& e : never_drained) run_callback(e, status);
+  for (auto& [name, e] : pending_) run_callback(e, status);
   pending_.clear();
 }
 

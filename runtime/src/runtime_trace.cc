@@ -41,7 +41,7 @@ Status Runtime::start_trace(const std::string& base_path) {
       std::filesystem::remove(file + suffix, ec);
   };
   const Settings s = settings();
-  st = writer->open(per_rank_trace_path(base_path, topo_.rank), topo_.rank, topo_.size,
+  st = writer->open(file, topo_.rank, topo_.size,
                     {{"run_id", run_id},
                      {"trace_base_path", base_path},
                      {"local_rank", std::to_string(topo_.local_rank)},

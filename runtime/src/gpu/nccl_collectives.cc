@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "agreed_host_buffer.h"  // agree_on_allocation, rank_list
+#include "agreed_host_buffer.h"  // agree_on_allocation, out_of_memory
 #include "copy_kernels.h"
 #include "cuda_status.h"
 #include "device_buffers.h"
@@ -222,11 +222,10 @@ class NcclCollectives : public DeviceCollectives {
              .ok())
       return s;
     if (!short_of.empty())
-      local = Status(StatusCode::kOutOfMemory,
-                     "allgather of '" + r.tensor.name + "': the output allocator of " +
-                         rank_list(short_of) + " returned no device memory for " +
-                         format_mib(layout.total) + "; the op failed on every rank",
-                     me, short_of[0] == me ? -1 : short_of[0]);
+      local = out_of_memory(short_of, me,
+                            "allgather of '" + r.tensor.name + "': the output allocator of " +
+                                rank_list(short_of) + " returned no device memory for " +
+                                format_mib(layout.total) + "; the op failed on every rank");
     if (!(s = wait_ready(*entry)).ok()) return s;
     cudaEvent_t begin, end;
     const int64_t enqueued = now(ctx);
