@@ -17,8 +17,9 @@ void combine(DataType dtype, ReduceOp op, void* dst, const void* a, const void* 
 
 // dst[i] = out[i] = op(a[i], b[i]) * factor, in one pass: the last combine
 // of a result that is needed in two places (a shared region its peers read,
-// and the caller's output). a may be dst or out (in place); b must not
-// overlap dst or out. Rounds as combine followed by scale_in_place would.
+// and the caller's output). a and b may each be dst or out (in place), but
+// may not overlap them otherwise. Rounds as combine followed by
+// scale_in_place would.
 void combine_scaled_to_both(DataType dtype, ReduceOp op, void* dst, void* out, const void* a,
                             const void* b, size_t count, double factor);
 

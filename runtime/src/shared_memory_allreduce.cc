@@ -53,36 +53,48 @@ Status check_regions(const CollectiveContext& ctx, size_t bytes) {
   return Status::OK();
 }
 
-// Step 3 over elements [lo, hi) of this rank's slice, block by block.
-// `wide_acc` (one block of float32) is set for 16-bit float sums: every
-// rank's block widened into one accumulator and rounded once, with the
-// postscale (docs/design.md).
-void reduce_range(const std::vector<BufferPiece>& pieces, size_t lo, size_t hi, uint8_t* region,
-                  const std::vector<const uint8_t*>& peers, DataType dtype, ReduceOp op,
-                  double prescale, double postscale, float* wide_acc, size_t block) {
+// The rank in whose region the result of slice p is written: the next
+// rank's. Its region holds that rank's contribution to slice p, which only
+// rank p reads (in step 3, just before overwriting it), so the result goes
+// to memory rank p has just read instead of to memory nobody has touched
+// this round: no read-for-ownership of a fresh line, and each region only
+// ever holds the other ranks' slices.
+int result_rank(int slice, int n) { return (slice + 1) % n; }
+
+// Step 3 over elements [lo, hi) of this rank's slice, block by block, into
+// `result` (the result rank's region). `peers` lists every peer's region,
+// the result rank's first, so the first pass reads its contribution
+// before it is overwritten. `wide_acc` (one block of float32) is set for
+// 16-bit float sums: every rank's block widened into one accumulator and
+// rounded once, with the postscale (docs/design.md).
+void reduce_range(const std::vector<BufferPiece>& pieces, size_t lo, size_t hi, const uint8_t* own,
+                  uint8_t* result, const std::vector<const uint8_t*>& peers, DataType dtype,
+                  ReduceOp op, double prescale, double postscale, float* wide_acc, size_t block) {
   const size_t es = dtype_size(dtype);
   for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
     for (size_t done = 0; done < len; done += block) {
       const size_t i = first + done, m = std::min(block, len - done);
-      uint8_t* dst = at(region, i, es);
-      // With a prescale the scaled contribution is in the region already.
-      const uint8_t* acc = prescale != 1.0 ? dst : at(p.input, i - p.first, es);
+      uint8_t* dst = at(result, i, es);
+      // With a prescale the scaled contribution is in this rank's region.
+      const uint8_t* acc = prescale != 1.0 ? at(own, i, es) : at(p.input, i - p.first, es);
       if (wide_acc) {
         widen_add(dtype, wide_acc, acc, m, /*first=*/true);
         for (const uint8_t* peer : peers) widen_add(dtype, wide_acc, at(peer, i, es), m, false);
         narrow_scaled_to_both(dtype, dst, at(p.output, i - p.first, es), wide_acc, m, postscale);
         continue;
       }
-      for (size_t k = 0; k + 1 < peers.size(); ++k) {
-        if (acc == dst)
-          reduce_into(dtype, op, dst, at(peers[k], i, es), m);
-        else
-          combine(dtype, op, dst, acc, at(peers[k], i, es), m);
-        acc = dst;
+      // dst holds peers[0]'s contribution until the first pass below has
+      // read it; the last pass also applies the postscale and writes the
+      // result to both copies (the region, for the peers, and the output).
+      uint8_t* out = at(p.output, i - p.first, es);
+      if (peers.size() == 1) {
+        combine_scaled_to_both(dtype, op, dst, out, acc, dst, m, postscale);
+        continue;
       }
-      // The last peer, the postscale and both copies of the result in one pass.
-      combine_scaled_to_both(dtype, op, dst, at(p.output, i - p.first, es), acc,
-                             at(peers.back(), i, es), m, postscale);
+      reduce_into(dtype, op, dst, acc, m);
+      for (size_t k = 1; k + 1 < peers.size(); ++k)
+        reduce_into(dtype, op, dst, at(peers[k], i, es), m);
+      combine_scaled_to_both(dtype, op, dst, out, dst, at(peers.back(), i, es), m, postscale);
     }
   });
 }
@@ -118,10 +130,11 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
   int64_t start = ctx.now();
   Status s = ctx.shared->barrier(ctx.deadline());
   if (!s.ok()) return s;
-  uint8_t* region = ctx.shared->region(r);
-  std::vector<const uint8_t*> peers;
+  const int into = result_rank(r, n);
+  uint8_t* result = ctx.shared->region(into);
+  std::vector<const uint8_t*> peers = {result};
   for (int q = 0; q < n; ++q)
-    if (q != r) peers.push_back(ctx.shared->region(q));
+    if (q != r && q != into) peers.push_back(ctx.shared->region(q));
   const size_t block = std::max<size_t>(1, kBlockBytes / es);
   const bool wide = is_16bit_float(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kAverage);
   float* wide_acc = nullptr;  // one block per part
@@ -132,8 +145,8 @@ Status shared_memory_reduce(const CollectiveContext& ctx, const std::vector<Buff
     wide_acc = reinterpret_cast<float*>(ctx.scratch->data());
   }
   split_elements(ctx.data_threads, hi - lo, es, [&](size_t a, size_t b, size_t part) {
-    reduce_range(pieces, lo + a, lo + b, region, peers, dtype, op, prescale, postscale,
-                 wide ? wide_acc + part * block : nullptr, block);
+    reduce_range(pieces, lo + a, lo + b, ctx.shared->region(r), result, peers, dtype, op, prescale,
+                 postscale, wide ? wide_acc + part * block : nullptr, block);
   });
   ctx.record_step(EventKind::kRingReduceScatter, start, 0, -1, -1,
                   static_cast<int64_t>((hi - lo) * es));
@@ -159,7 +172,7 @@ Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<Bu
       const size_t lo = std::max(a, slices.chunk_offset(owner));
       const size_t hi = std::min(b, slices.chunk_offset(owner) + slices.chunk_count(owner));
       if (owner == r || lo >= hi) continue;
-      const uint8_t* region = ctx.shared->region(owner);
+      const uint8_t* region = ctx.shared->region(result_rank(owner, n));
       for_each_overlap(pieces, lo, hi, [&](const BufferPiece& p, size_t first, size_t len) {
         std::memcpy(at(p.output, first - p.first, es), at(region, first, es), len * es);
       });

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
@@ -15,6 +16,7 @@
 #include "recursive_doubling_allreduce.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
+#include "ring_chunks.h"
 #include "shared_memory_allreduce.h"
 #include "tensor_values.h"
 
@@ -254,6 +256,51 @@ TEST_CASE("shared-memory allreduce: one reduce step over this rank's slice and o
     CHECK(ag[0].bytes == 1000 * 4 - rs[0].bytes);
     CHECK(rs[0].cycle == 7);
     CHECK(rs[0].seq_index == 2);
+  }
+}
+
+TEST_CASE("shared-memory allreduce: slice p's result lies in region p+1, own slices untouched",
+          "[shared][allreduce]") {
+  // The protocol of shared_memory_allreduce.h: rank r writes slice r's
+  // result over the contribution it read from region(r + 1 mod n), and no
+  // rank ever writes its own slice of its own region.
+  const uint8_t kUntouched = 0xAB;
+  for (int n : {2, 3, 5}) {
+    const size_t count = 1000;
+    const ChunkLayout slices{count, n};
+    ThreadChecks checks;
+    run_ranks(n, [&](int r, Transport& tr) {
+      std::unique_ptr<SharedRegions> regions;
+      Status s = tr.allocate_shared_regions(count * 4, Deadline::after(10), &regions);
+      checks.expect(s.ok(), s.to_string());
+      if (!s.ok()) return;
+      std::memset(regions->region(r), kUntouched, count * 4);
+      HostBuffer scratch;
+      CollectiveContext ctx = context(tr, scratch);
+      ctx.shared = regions.get();
+      std::vector<float> data(count, static_cast<float>(r + 1));
+      s = shared_memory_allreduce(ctx, data.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      checks.expect(s.ok(), s.to_string());
+      if (!s.ok()) return;
+      // The allreduce ended with a barrier: no rank writes a region now.
+      const std::string who = "n=" + std::to_string(n) + " rank " + std::to_string(r);
+      const float sum = static_cast<float>(n * (n + 1) / 2);
+      for (int p = 0; p < n; ++p) {
+        const size_t lo = slices.chunk_offset(p), len = slices.chunk_count(p);
+        const uint8_t* own = regions->region(p) + lo * 4;
+        checks.expect(
+            std::all_of(own, own + len * 4, [&](uint8_t b) { return b == kUntouched; }),
+            who + ": rank " + std::to_string(p) + "'s own slice of its region was written");
+        const float* result = reinterpret_cast<const float*>(regions->region((p + 1) % n)) + lo;
+        checks.expect(std::all_of(result, result + len, [&](float v) { return v == sum; }),
+                      who + ": slice " + std::to_string(p) + "'s result is not in region " +
+                          std::to_string((p + 1) % n));
+      }
+      checks.expect(std::all_of(data.begin(), data.end(), [&](float v) { return v == sum; }),
+                    who + ": wrong result");
+    });
+    INFO(checks.summary());
+    CHECK(checks.ok());
   }
 }
 
