@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 namespace ringscope {
 namespace {
@@ -29,7 +30,18 @@ constexpr uint64_t pack(uint32_t job, size_t next, size_t parts) {
 }  // namespace
 
 DataThreads::DataThreads(int threads) {
-  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { helper_loop(); });
+  // A helper that cannot be created (a limit on processes or threads) only
+  // means fewer parts: the helpers that did start and the caller do the
+  // work, and threads() says how many there are.
+  for (int i = 1; i < threads; ++i) {
+    try {
+      helpers_.emplace_back([this] { helper_loop(); });
+    } catch (const std::system_error& e) {
+      not_started_ = threads - i;
+      not_started_why_ = e.what();
+      break;
+    }
+  }
 }
 
 DataThreads::~DataThreads() {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,9 @@ class DataThreads {
   DataThreads& operator=(const DataThreads&) = delete;
 
   int threads() const { return static_cast<int>(helpers_.size()) + 1; }
+  // Helpers asked for that could not be created, and why (the first error).
+  int not_started() const { return not_started_; }
+  const std::string& not_started_why() const { return not_started_why_; }
 
   // Calls fn(part) once for every part in [0, parts), on the caller and the
   // helpers, and returns when all have returned. fn must not throw.
@@ -77,6 +81,8 @@ class DataThreads {
   PartFn fn_ = nullptr;  // written before claim_ publishes a job
   void* arg_ = nullptr;
   uint32_t job_ = 0;
+  int not_started_ = 0;
+  std::string not_started_why_;
 };
 
 // Calls fn(lo, hi, part) over [0, count) elements of `elem_size` bytes, split

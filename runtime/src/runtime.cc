@@ -108,8 +108,7 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   }
   std::unique_ptr<Runtime> rt(
       new Runtime(std::move(transport), topology, options, std::move(shared_control)));
-  rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
-  rt->loop_thread_id_ = rt->thread_.get_id();  // fixed from here on; join() clears thread_'s
+  if (Status started = rt->start_loop(); !started.ok()) return started;
   *out = std::move(rt);
   return Status::OK();
 }
@@ -214,6 +213,7 @@ void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int
 }
 
 void Runtime::loop() {
+  if (!wait_for_start()) return;  // some rank's loop never started: none runs
   // Default timer slack (50 us) would stretch every short cycle sleep.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   Status final_status(StatusCode::kShutdown, "ringscope was shut down before this op ran",

@@ -115,6 +115,11 @@ class Runtime {
   // The cycle's control allreduce: through shared memory where every rank
   // is on this node, else through the transport.
   Status agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
+  // Starts the background thread and agrees with every rank that each one
+  // started; the loop waits for that (wait_for_start: false when some rank's
+  // did not, and then no loop runs a cycle). runtime_start.cc.
+  Status start_loop();
+  bool wait_for_start();
   // Bound on waits while shutting down (a peer that is gone must not hold
   // every rank for the full op timeout).
   static constexpr double kShutdownTimeoutSeconds = 30.0;
@@ -165,6 +170,7 @@ class Runtime {
   std::thread thread_;
   std::thread::id loop_thread_id_;
   std::atomic<bool> shutdown_requested_{false};
+  std::atomic<int> loop_gate_{0};  // runtime_start.cc: closed, open, or never run
 
   mutable std::mutex settings_mu_;
   Settings settings_;  // in force on this rank

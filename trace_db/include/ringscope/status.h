@@ -23,7 +23,7 @@ enum class StatusCode : int {
   kCorrupt = 10,         // a file is not a valid ringscope trace / settings
   kUnimplemented = 11,   // not available in this build or on this backend
   kInternal = 12,        // a bug in ringscope
-  kOutOfMemory = 13,     // a rank could not allocate what an op needs
+  kOutOfMemory = 13,     // a rank could not allocate what an op needs (or start a thread)
 };
 
 const char* status_code_name(StatusCode code);
