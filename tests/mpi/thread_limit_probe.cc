@@ -12,7 +12,10 @@
 //      fail with kOutOfMemory naming the last rank ("could not start
 //      ringscope's background thread"), not kTimeout;
 //   3. with the limit gone (back in its old cgroup), init succeeds and an
-//      allreduce sums right.
+//      allreduce sums right;
+//   4. limited again, with no room at all, start_trace fails on every rank
+//      (the limited one: kOutOfMemory for the trace writer's thread; the
+//      others: kIoError naming it), and no trace file is left behind.
 // Needs a writable pids cgroup hierarchy (root); elsewhere every rank exits
 // 77 before MPI starts and ctest counts the test as skipped. Exit code 0
 // when every rank behaved.
@@ -149,6 +152,22 @@ int main(int argc, char** argv) {
     const ringscope::Status st = done.get_future().get();
     if (!st.ok() || data[999] != static_cast<float>(ranks * (ranks + 1) / 2))
       fail("allreduce after the limit: " + st.to_string());
+
+    // 4. No room for the trace writer's thread on the limited rank:
+    // start_trace fails on every rank, naming it, and leaves no file.
+    const std::string base = "/tmp/ringscope-thread-limit-probe-" + std::to_string(getppid());
+    if (rank == limited) dir = limit_threads(0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const ringscope::Status traced = ringscope::start_trace(base);
+    if (rank == limited) lift_limit(dir);
+    const bool named_writer = traced.message().find("trace writer's thread") != std::string::npos;
+    const bool named_rank =
+        traced.message().find("rank " + std::to_string(limited)) != std::string::npos;
+    if (rank == limited ? traced.code() != ringscope::StatusCode::kOutOfMemory || !named_writer
+                        : traced.code() != ringscope::StatusCode::kIoError || !named_rank)
+      fail("start_trace under the limit: " + traced.to_string());
+    const std::string file = base + ".rank" + std::to_string(rank) + ".sqlite";
+    if (access(file.c_str(), F_OK) == 0) fail(file + " was left behind");
     ringscope::shutdown();
   }
   int any_failed = 0;

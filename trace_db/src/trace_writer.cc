@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <system_error>
 
 #include "ringscope/trace_schema.h"
 #include "schema.h"
@@ -127,7 +128,16 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   m.db = std::move(db);
   m.stopping = false;
   m.accepting.store(true, std::memory_order_release);
-  m.writer = std::thread([&m] { m.writer_loop(); });
+  try {
+    m.writer = std::thread([&m] { m.writer_loop(); });
+  } catch (const std::system_error& e) {  // a limit on processes or threads
+    m.accepting.store(false, std::memory_order_release);
+    m.db.reset();  // closed once the statements are finalized (sqlite3_close_v2)
+    return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
+                                                " (" + e.what() +
+                                                "); a limit on processes or threads may have "
+                                                "been reached");
+  }
   return Status::OK();
 }
 
