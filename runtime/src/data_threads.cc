@@ -5,7 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <system_error>
+#include <cstdio>
+#include <exception>
 
 namespace ringscope {
 namespace {
@@ -33,14 +34,25 @@ DataThreads::DataThreads(int threads) {
   // A helper that cannot be created (a limit on processes or threads) only
   // means fewer parts: the helpers that did start and the caller do the
   // work, and threads() says how many there are.
+  // The vector never reallocates below, so a failed start leaves the
+  // helpers already running in place (joined by the destructor).
+  helpers_.reserve(threads > 1 ? static_cast<size_t>(threads - 1) : 0);
   for (int i = 1; i < threads; ++i) {
+    char why[160] = "";  // nothing in the handlers may throw
     try {
       helpers_.emplace_back([this] { helper_loop(); });
-    } catch (const std::system_error& e) {
-      not_started_ = threads - i;
-      not_started_why_ = e.what();
-      break;
+      continue;
+    } catch (const std::exception& e) {  // std::system_error (EAGAIN), std::bad_alloc
+      std::snprintf(why, sizeof why, "%s", e.what());
+    } catch (...) {
+      std::snprintf(why, sizeof why, "unknown error");
     }
+    not_started_ = threads - i;
+    try {
+      not_started_why_ = why;
+    } catch (...) {
+    }
+    break;
   }
 }
 

@@ -41,14 +41,13 @@ CollectiveContext ResponseExecutor::context(const ExecutionParams& p, int32_t se
   return ctx;
 }
 
-void ResponseExecutor::set_data_threads(int threads) {
+std::string ResponseExecutor::set_data_threads(int threads) {
   data_threads_.reset();
   if (threads > 1) data_threads_ = std::make_unique<DataThreads>(threads);
-  if (data_threads_ && data_threads_->not_started() > 0)
-    notices_.push_back("started " + std::to_string(data_threads_->threads()) + " of " +
-                       std::to_string(threads) + " data threads (" +
-                       data_threads_->not_started_why() +
-                       "); large copies and sums are split across fewer threads");
+  if (!data_threads_ || data_threads_->not_started() == 0) return {};
+  return "started " + std::to_string(data_threads_->threads()) + " of " + std::to_string(threads) +
+         " data threads (" + data_threads_->not_started_why() +
+         "); large copies and sums are split across fewer threads";
 }
 
 ResponseExecutor::~ResponseExecutor() {

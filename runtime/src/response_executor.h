@@ -57,7 +57,8 @@ class ResponseExecutor {
   void shutdown_device(double timeout_seconds, const Status& reason);
 
   // Threads per large copy or sum, this one included (DataThreads); 1 = none.
-  void set_data_threads(int threads);
+  // Returns a notice where fewer threads could be started (else empty).
+  std::string set_data_threads(int threads);
   int data_threads() const { return data_threads_ ? data_threads_->threads() : 1; }
 
   // Warnings for the user since the last call (the shared-memory window

@@ -32,7 +32,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       executor_(transport_.get()),
       last_stall_check_(SteadyClock::now()),
       oversubscribed_(oversubscribed(topology)) {
-  executor_.set_data_threads(DataThreads::resolve(options.data_threads, topology.local_size));
+  start_data_threads();
   settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
   proposed_.cache_enabled = settings_.cache_enabled;
   if (options.autotune.enabled && topology.rank == 0)

@@ -51,7 +51,7 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
 }
 
 void Runtime::write_autotune_output() {
-  if (!tuner_ || options_.autotune.output_path.empty()) return;
+  if (!tuner_ || options_.autotune.output_path.empty() || !loop_ran()) return;
   const int best = tuner_->best_trial();
   if (best < 0) {
     log(1,

@@ -5,7 +5,7 @@
 // waits at a gate until the ranks have agreed that each one started; if one
 // did not, no loop runs a cycle anywhere and init fails on every rank with
 // an error naming it (docs/design.md, "Memory").
-#include <system_error>
+#include <exception>
 
 #include "agreed_host_buffer.h"  // agree_on_allocation, out_of_memory
 #include "runtime.h"
@@ -17,20 +17,41 @@ constexpr int kGateClosed = 0, kGateOpen = 1, kGateNeverRun = 2;
 }  // namespace
 
 Status Runtime::start_loop() {
-  std::string why;  // empty: this rank's loop started
+  // Whatever happens below (an exception included), the gate ends up open
+  // or "never run": the destructor joins a loop that waits at it.
+  struct Gate {
+    std::atomic<int>& gate;
+    int outcome = kGateNeverRun;
+    ~Gate() {
+      gate.store(outcome);
+      gate.notify_all();
+    }
+  } gate{loop_gate_};
+  bool started = false;
+  std::string why;  // this rank's reason, where its loop did not start
   try {
     thread_ = std::thread([this] { loop(); });
     loop_thread_id_ = thread_.get_id();  // fixed from here on; join() clears thread_'s
-  } catch (const std::system_error& e) {
+    started = true;
+  } catch (const std::exception& e) {  // std::system_error (EAGAIN), std::bad_alloc
     why = e.what();
+  } catch (...) {
+    why = "unknown error";
   }
   std::vector<int> short_of;
-  Status s = agree_on_allocation(*transport_, why.empty(),
-                                 Deadline::after(options_.op_timeout_seconds), &short_of);
-  const bool run = s.ok() && short_of.empty();
-  loop_gate_.store(run ? kGateOpen : kGateNeverRun);
-  loop_gate_.notify_all();
-  if (run || !s.ok()) return s;  // !s.ok(): a peer never answered
+  Status s = agree_on_allocation(*transport_, started, Deadline::after(options_.op_timeout_seconds),
+                                 &short_of);
+  if (!s.ok()) return s;  // a peer never answered: nothing collective is safe now
+  if (short_of.empty()) {
+    gate.outcome = kGateOpen;
+    return Status::OK();
+  }
+  // Every rank is here, alive and agreed: the negotiation window can be
+  // freed together (a failed init would otherwise leak it on every rank).
+  if (shared_control_) {
+    (void)shared_control_->free(Deadline::after(options_.op_timeout_seconds));
+    shared_control_.reset();
+  }
   return out_of_memory(
       short_of, topo_.rank,
       rank_list(short_of) + " could not start ringscope's background thread" +
@@ -39,11 +60,19 @@ Status Runtime::start_loop() {
           "been reached; init failed on every rank");
 }
 
+void Runtime::start_data_threads() {
+  const std::string notice =
+      executor_.set_data_threads(DataThreads::resolve(options_.data_threads, topo_.local_size));
+  if (!notice.empty()) log(1, notice);
+}
+
 bool Runtime::wait_for_start() {
   loop_gate_.wait(kGateClosed);
   if (loop_gate_.load() == kGateOpen) return true;
   loop_exited_.store(true);
   return false;
 }
+
+bool Runtime::loop_ran() const { return loop_gate_.load() == kGateOpen; }
 
 }  // namespace ringscope

@@ -17,8 +17,9 @@
 //      into its outputs;
 //   6. barrier: no rank writes a region again before all have copied.
 // Per rank that is one pass over (n-1)/n of the data in, one over 1/n
-// combined and one over (n-1)/n out. No rank ever touches its own slice of
-// its own region. Writing the result over memory the combining rank has
+// combined and one over (n-1)/n out. Without a prescale no rank touches its
+// own slice of its own region (with one, step 1 copies the whole scaled
+// contribution there and step 3 reads its slice back). Writing the result over memory the combining rank has
 // just read, rather than into its own region, cut a 16 KiB allreduce at
 // np=2 from 5.3-5.8 us to 1.5-2.3 us and the fused 200 x 16 KiB step's
 // combine from 82 to 76 us (docs/performance.md, fifteenth session): a

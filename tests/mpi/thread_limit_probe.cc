@@ -16,9 +16,9 @@
 //   4. limited again, with no room at all, start_trace fails on every rank
 //      (the limited one: kOutOfMemory for the trace writer's thread; the
 //      others: kIoError naming it), and no trace file is left behind.
-// Needs a writable pids cgroup hierarchy (root); elsewhere every rank exits
-// 77 before MPI starts and ctest counts the test as skipped. Exit code 0
-// when every rank behaved.
+// Needs a writable cgroup v1 pids hierarchy (root; cgroup v2 hosts are not
+// handled); elsewhere every rank exits 77 before MPI starts and ctest counts
+// the test as skipped. Exit code 0 when every rank behaved.
 #include <dirent.h>
 #include <mpi.h>
 #include <sys/stat.h>
@@ -94,8 +94,11 @@ ringscope::Status init(ringscope::Options o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (access((kPids + "/cgroup.procs").c_str(), W_OK) != 0) {
-    std::printf("no writable pids cgroup at %s: skipped\n", kPids.c_str());
+  // Every rank (all on this machine) checks that it may make a cgroup there.
+  const std::string trial = kPids + "/ringscope-thread-limit-trial-" + std::to_string(getpid());
+  if (access((kPids + "/cgroup.procs").c_str(), W_OK) != 0 || mkdir(trial.c_str(), 0755) != 0 ||
+      rmdir(trial.c_str()) != 0) {
+    std::printf("no pids cgroup (v1) to make at %s: skipped\n", kPids.c_str());
     return 77;
   }
   int provided = 0;

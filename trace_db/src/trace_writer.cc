@@ -7,9 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iterator>
-#include <system_error>
 
 #include "ringscope/trace_schema.h"
 #include "schema.h"
@@ -128,17 +128,23 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   m.db = std::move(db);
   m.stopping = false;
   m.accepting.store(true, std::memory_order_release);
+  std::string why;  // std::system_error (a limit on processes or threads), std::bad_alloc
   try {
     m.writer = std::thread([&m] { m.writer_loop(); });
-  } catch (const std::system_error& e) {  // a limit on processes or threads
-    m.accepting.store(false, std::memory_order_release);
-    m.db.reset();  // closed once the statements are finalized (sqlite3_close_v2)
-    return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
-                                                " (" + e.what() +
-                                                "); a limit on processes or threads may have "
-                                                "been reached");
+    return Status::OK();
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+    why = "unknown error";
   }
-  return Status::OK();
+  m.accepting.store(false, std::memory_order_release);
+  for (sql::Stmt* st : {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank})
+    *st = sql::Stmt();  // finalized, so the connection closes now
+  m.db.reset();
+  return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
+                                              " (" + why +
+                                              "); a limit on processes or threads may have been "
+                                              "reached");
 }
 
 void TraceWriter::record(const TraceEvent& event) {
