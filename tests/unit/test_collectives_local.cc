@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "capture_recorder.h"
 #include "chain_broadcast.h"
@@ -263,10 +264,12 @@ TEST_CASE("shared-memory allreduce: slice p's result lies in region p+1, own sli
           "[shared][allreduce]") {
   // The protocol of shared_memory_allreduce.h: rank r writes slice r's
   // result over the contribution it read from region(r + 1 mod n), and no
-  // rank ever writes its own slice of its own region.
+  // rank ever writes its own slice of its own region; with one thread, and
+  // with each pass split across three (300007 elements: several parts).
   const uint8_t kUntouched = 0xAB;
-  for (int n : {2, 3, 5}) {
-    const size_t count = 1000;
+  for (auto [n, count, threads] : {std::tuple{2, size_t{1000}, 1}, std::tuple{3, size_t{1000}, 1},
+                                   std::tuple{5, size_t{1000}, 1}, std::tuple{2, size_t{300007}, 3},
+                                   std::tuple{3, size_t{300007}, 3}}) {
     const ChunkLayout slices{count, n};
     ThreadChecks checks;
     run_ranks(n, [&](int r, Transport& tr) {
@@ -278,12 +281,15 @@ TEST_CASE("shared-memory allreduce: slice p's result lies in region p+1, own sli
       HostBuffer scratch;
       CollectiveContext ctx = context(tr, scratch);
       ctx.shared = regions.get();
+      DataThreads helpers(threads);
+      if (threads > 1) ctx.data_threads = &helpers;
       std::vector<float> data(count, static_cast<float>(r + 1));
       s = shared_memory_allreduce(ctx, data.data(), count, DataType::kFloat32, ReduceOp::kSum);
       checks.expect(s.ok(), s.to_string());
       if (!s.ok()) return;
       // The allreduce ended with a barrier: no rank writes a region now.
-      const std::string who = "n=" + std::to_string(n) + " rank " + std::to_string(r);
+      const std::string who = "n=" + std::to_string(n) + " threads=" + std::to_string(threads) +
+                              " rank " + std::to_string(r);
       const float sum = static_cast<float>(n * (n + 1) / 2);
       for (int p = 0; p < n; ++p) {
         const size_t lo = slices.chunk_offset(p), len = slices.chunk_count(p);
