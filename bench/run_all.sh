@@ -19,6 +19,9 @@ done
 for np in 2 4; do
   $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
+# Where the shared-memory allreduce writes its result (no MPI).
+build/bin/shared_layout_bench --json $out/shared_layout_200x16k.json
+build/bin/shared_layout_bench --pieces 1 --rounds 2000 --json $out/shared_layout_1x16k.json
 $mpi -np 2 build/bin/trace_overhead_bench --phases 8 --steps 5 --json $out/trace_overhead_np2.json
 build/bin/trace_writer_bench --events 2000000 --json $out/trace_writer.json
 if [ -x .venv/bin/python ] && [ -f build/python/ringscope/tensorflow/ringscope_tf_ops.so ]; then
