@@ -167,15 +167,16 @@ TEST_CASE("shared-memory allreduces are priced from their own spans", "[whatif]"
   REQUIRE(fit_cost_model(s, 2, false, &m).ok());
   CHECK(m.shm_allreduce.samples == 15);
   CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));
-  // Below 16 KiB the runtime runs the ring, which this run never recorded.
-  CHECK(m.allreduce_ns(4096) == Approx(alpha + ns_per_byte * 4096).epsilon(1e-3));
+  // Below 4 KiB (kSharedMemoryMinBytes) the runtime runs the ring at np=2,
+  // which this run never recorded.
+  CHECK(m.allreduce_ns(2048) == Approx(alpha + ns_per_byte * 2048).epsilon(1e-3));
   CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
     return n.find("only shared-memory") != std::string::npos;
   }));
   // With ring steps recorded too, small and over-64-MiB buffers use the ring.
   for (int k = 0; k < 9; ++k) s.ring_steps.push_back({int64_t{2048} << (k % 3), 35'000});
   REQUIRE(fit_cost_model(s, 2, false, &m).ok());
-  CHECK(m.allreduce_ns(4096) == Approx(m.overhead_ns(4096) + 2 * m.ring_step.at(2048)));
+  CHECK(m.allreduce_ns(2048) == Approx(m.overhead_ns(2048) + 2 * m.ring_step.at(1024)));
   CHECK(m.allreduce_ns(int64_t{128} << 20) ==
         Approx(m.overhead_ns(int64_t{128} << 20) + 2 * m.ring_step.at(64 << 20)));
   CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));
