@@ -70,6 +70,18 @@ for np_ in (2, 4):
     print(f"| one 4 KiB allreduce, submit to callback (ringscope vs MPI_Allreduce) | "
           f"{d['latency_4k_runtime_us']:.1f} µs | {d['latency_4k_mpi_us']:.1f} µs | |")
 
+layouts = [(f, load(f.name)) for f in sorted(results.glob("shared_layout_*.json"))]
+if layouts:
+    print("\n#### Shared-memory allreduce: result into the own region vs over what was read (2 processes)\n")
+    print("| run | own region: in / combine / out / total µs | over what was read: in / combine / out / total µs | own / read |")
+    print("|---|---|---|---|")
+    for f, d in layouts:
+        cells = []
+        for layout in ("own", "read"):
+            cells.append(" / ".join(f"{d[f'{layout}_{p}_us']:.1f}" for p in ("copy_in", "combine", "copy_out", "total")))
+        print(f"| {f.stem.replace('shared_layout_', '')} ({d['pieces']} × {d['piece_bytes']} B) | "
+              f"{cells[0]} | {cells[1]} | **{d['own_over_read']:.2f}** |")
+
 d = load("trace_overhead_np2.json")
 if d:
     print("\n#### Tracing end to end, np=2, synthetic ResNet-50 gradients\n")

@@ -7,19 +7,29 @@
 //         there) -- ringscope before the fifteenth session;
 //   read: over the peer's contribution the combining rank has just read
 //         (the peer copies it out of its own region) -- ringscope now.
-// Prints the median of each pass per layout (the slower rank's) and, with
-// --json, writes them. Every block ends with one checked round (inputs
-// refilled, result compared); a wrong result exits 1.
+// Prints the median of each pass per layout (the slower rank's; each pass
+// timed from the barrier before it, so a pass includes waiting for the
+// peer's previous one) and, with --json, writes them. Every block ends with
+// one checked round: both regions poisoned, inputs that differ by element,
+// rank and block refilled, every element compared; a wrong result exits 1.
+// A process whose peer stops arriving at a barrier for 10 s exits 1.
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_cli.h"
@@ -31,6 +41,9 @@ enum Layout { kOwn = 0, kRead = 1 };
 const char* const kLayoutNames[] = {"own", "read"};
 enum Pass { kCopyIn = 0, kCombine, kCopyOut, kTotal, kPasses };
 const char* const kPassNames[] = {"copy_in", "combine", "copy_out", "total"};
+
+// Shared across fork: the atomics must not need a lock.
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 struct Shared {
   std::atomic<uint64_t> epoch[2][8];  // one cache line per rank
@@ -55,7 +68,15 @@ void run_rank(int r, Shared* sh, float* regions, size_t region_floats, size_t pi
   uint64_t epoch = 0;
   auto barrier = [&] {
     sh->epoch[r][0].store(++epoch, std::memory_order_release);
-    while (sh->epoch[p][0].load(std::memory_order_acquire) < epoch) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (uint64_t polls = 1; sh->epoch[p][0].load(std::memory_order_acquire) < epoch; ++polls) {
+      if (polls % 1024 == 0) {
+        if (Clock::now() > deadline) {
+          std::fprintf(stderr, "shared_layout_bench: process %d: the other stopped arriving\n", r);
+          _exit(1);
+        }
+        std::this_thread::yield();  // a 2-core machine may need this core for the peer
+      }
     }
   };
   // Calls fn(piece, first, len) for the part of each piece inside [a, b).
@@ -67,7 +88,7 @@ void run_rank(int r, Shared* sh, float* regions, size_t region_floats, size_t pi
   };
   auto round = [&](Layout layout, double* us) {
     barrier();
-    const auto t0 = Clock::now();
+    const auto t0 = Clock::now();  // each pass from the barrier before it
     auto copy_in = [&](size_t i, size_t f, size_t n) {
       std::memcpy(mine + f, t[i].data() + (f - i * piece_floats), n * 4);
     };
@@ -110,10 +131,20 @@ void run_rank(int r, Shared* sh, float* regions, size_t region_floats, size_t pi
       if (k > 0)
         for (int q = 0; q < kPasses; ++q) samples[layout][q].push_back(us[q]);
     }
-    for (auto& v : t) std::fill(v.begin(), v.end(), static_cast<float>(r + 1));
+    // The checked round: regions poisoned (each rank its own, then a
+    // barrier), inputs that differ by element, rank and block, exact in
+    // float: element i of rank r holds (i % 4096) + 2(b+1)r, the average
+    // (i % 4096) + (b+1).
+    std::fill(mine, mine + region_floats, std::numeric_limits<float>::quiet_NaN());
+    barrier();
+    for (size_t i = 0; i < pieces; ++i)
+      for (size_t k = 0; k < piece_floats; ++k)
+        t[i][k] = static_cast<float>((i * piece_floats + k) % 4096 + 2 * (b + 1) * r);
     round(layout, nullptr);
-    for (auto& v : t)
-      if (std::any_of(v.begin(), v.end(), [](float x) { return x != 1.5f; })) sh->wrong[r] = 1;
+    for (size_t i = 0; i < pieces; ++i)
+      for (size_t k = 0; k < piece_floats; ++k)
+        if (t[i][k] != static_cast<float>((i * piece_floats + k) % 4096 + (b + 1)))
+          sh->wrong[r] = 1;
   }
   for (int l = 0; l < 2; ++l)
     for (int q = 0; q < kPasses; ++q) sh->us[r][l][q] = median(samples[l][q]);
@@ -127,15 +158,15 @@ int main(int argc, char** argv) {
   std::string json_path;
   CLI::App app{"Shared-memory allreduce: result into the own region vs over what was read"};
   app.add_option("--pieces", pieces, "tensors per allreduce")->check(CLI::Range(1, 100000));
-  app.add_option("--piece-bytes", piece_bytes, "bytes per tensor (a multiple of 8)")
-      ->check(CLI::Range(8, 1 << 30));
+  app.add_option("--piece-bytes", piece_bytes, "bytes per tensor (a multiple of 4)")
+      ->check(CLI::Range(4, 1 << 30));
   app.add_option("--blocks", blocks, "blocks per layout, alternating")->check(CLI::Range(1, 1000));
   app.add_option("--rounds", rounds, "allreduces per block")->check(CLI::Range(2, 1000000));
   app.add_option("--json", json_path, "write the medians as JSON to this file");
   if (const int code = ringscope::bench::parse_command_line(app, argc, argv, true); code >= 0)
     return code;
-  if (piece_bytes % 8 != 0) {
-    std::fprintf(stderr, "--piece-bytes must be a multiple of 8\n");
+  if (piece_bytes % 4 != 0) {
+    std::fprintf(stderr, "--piece-bytes must be a multiple of 4 (float32)\n");
     return 2;
   }
   const size_t piece_floats = piece_bytes / 4, count = pieces * piece_floats;
@@ -157,11 +188,19 @@ int main(int argc, char** argv) {
     std::perror("fork");
     return 1;
   }
+  if (child == 0) prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the first process
   run_rank(child == 0 ? 1 : 0, sh, regions, region_floats, pieces, piece_floats, blocks, rounds);
   if (child == 0) _exit(0);
   int status = 0;
-  waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || sh->wrong[0] || sh->wrong[1]) {
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "shared_layout_bench: the second process %s %d\n",
+                 WIFSIGNALED(status) ? "died of signal" : "exited with",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return 1;
+  }
+  if (sh->wrong[0] || sh->wrong[1]) {
     std::fprintf(stderr, "shared_layout_bench: a checked round gave a wrong result\n");
     return 1;
   }
@@ -183,13 +222,19 @@ int main(int argc, char** argv) {
       std::perror(json_path.c_str());
       return 1;
     }
-    std::fprintf(f, "{\"benchmark\":\"shared_layout\",\"pieces\":%zu,\"piece_bytes\":%zu", pieces,
-                 piece_bytes);
+    std::fprintf(f,
+                 "{\"benchmark\":\"shared_layout\",\"pieces\":%zu,\"piece_bytes\":%zu,"
+                 "\"blocks\":%d,\"rounds\":%d",
+                 pieces, piece_bytes, blocks, rounds);
     for (int l = 0; l < 2; ++l)
       for (int q = 0; q < kPasses; ++q)
         std::fprintf(f, ",\"%s_%s_us\":%.2f", kLayoutNames[l], kPassNames[q], us[l][q]);
-    std::fprintf(f, ",\"own_over_read\":%.3f}\n", us[kOwn][kTotal] / us[kRead][kTotal]);
-    std::fclose(f);
+    const double ratio = us[kRead][kTotal] > 0 ? us[kOwn][kTotal] / us[kRead][kTotal] : 0.0;
+    std::fprintf(f, ",\"own_over_read\":%.3f}\n", ratio);
+    if (std::fclose(f) != 0) {
+      std::perror(json_path.c_str());
+      return 1;
+    }
   }
   return 0;
 }

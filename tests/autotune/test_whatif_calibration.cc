@@ -167,8 +167,8 @@ TEST_CASE("shared-memory allreduces are priced from their own spans", "[whatif]"
   REQUIRE(fit_cost_model(s, 2, false, &m).ok());
   CHECK(m.shm_allreduce.samples == 15);
   CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));
-  // Below 4 KiB (kSharedMemoryMinBytes) the runtime runs the ring at np=2,
-  // which this run never recorded.
+  // Below 4 KiB (kSharedMemoryMinBytes) the runtime runs message-based
+  // algorithms, which this run never recorded: priced as shared memory.
   CHECK(m.allreduce_ns(2048) == Approx(alpha + ns_per_byte * 2048).epsilon(1e-3));
   CHECK(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
     return n.find("only shared-memory") != std::string::npos;
@@ -177,6 +177,9 @@ TEST_CASE("shared-memory allreduces are priced from their own spans", "[whatif]"
   for (int k = 0; k < 9; ++k) s.ring_steps.push_back({int64_t{2048} << (k % 3), 35'000});
   REQUIRE(fit_cost_model(s, 2, false, &m).ok());
   CHECK(m.allreduce_ns(2048) == Approx(m.overhead_ns(2048) + 2 * m.ring_step.at(1024)));
+  // The threshold itself: 4 KiB is shared memory, one byte less is not.
+  CHECK(m.allreduce_ns(4096) == Approx(alpha + ns_per_byte * 4096).epsilon(1e-3));
+  CHECK(m.allreduce_ns(4095) == Approx(m.overhead_ns(4095) + 2 * m.ring_step.at(2047.5)));
   CHECK(m.allreduce_ns(int64_t{128} << 20) ==
         Approx(m.overhead_ns(int64_t{128} << 20) + 2 * m.ring_step.at(64 << 20)));
   CHECK(m.allreduce_ns(1 << 20) == Approx(alpha + ns_per_byte * (1 << 20)).epsilon(1e-3));

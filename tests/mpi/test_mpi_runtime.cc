@@ -252,7 +252,7 @@ TEST_CASE("MPI_Allreduce alternative gives the same results", "[mpi]") {
 }
 
 TEST_CASE(
-    "on one node, 16 KiB-64 MiB allreduces and negotiation use shared memory unless it "
+    "on one node, 4 KiB-64 MiB allreduces and negotiation use shared memory unless it "
     "is turned off or the ring is forced",
     "[mpi]") {
   const int n = world_size(), r = world_rank();
@@ -262,25 +262,29 @@ TEST_CASE(
   rt->set_recorder(&rec);
   const bool shared = o.shared_memory && n >= 2;  // mpirun starts these ranks on one node
   CHECK(rt->negotiates_in_shared_memory() == shared);
-  std::vector<float> big(1 << 16, 1.0f), small(16, 1.0f);  // 256 KiB, 64 B
+  // 256 KiB, 4 KiB (the smallest on shared memory), 64 B
+  std::vector<float> big(1 << 16, 1.0f), edge(1024, 1.0f), small(16, 1.0f);
   REQUIRE(run_op(*rt, allreduce_entry("big", DataType::kFloat32, {1 << 16}, big.data(), big.data()))
+              .ok());
+  REQUIRE(run_op(*rt, allreduce_entry("edge", DataType::kFloat32, {1024}, edge.data(), edge.data()))
               .ok());
   REQUIRE(
       run_op(*rt, allreduce_entry("small", DataType::kFloat32, {16}, small.data(), small.data()))
           .ok());
   rt->shutdown();
   CHECK(big[7] == Approx(n));
+  CHECK(edge[1023] == Approx(n));
   CHECK(small[3] == Approx(n));
   const auto allreduces = rec.events(EventKind::kAllreduce);
-  REQUIRE(allreduces.size() == 2);
+  REQUIRE(allreduces.size() == 3);
   INFO("rank " << r << ", shared memory " << (o.shared_memory ? "on" : "off") << ", "
                << cpu_allreduce_name(o.cpu_allreduce));
   if (o.cpu_allreduce == CpuAllreduce::kRing) {  // the pipelined ring, whatever the size
-    CHECK(allreduces[0].value == kAlgorithmRing);
-    CHECK(allreduces[1].value == kAlgorithmRing);
+    for (const auto& a : allreduces) CHECK(a.value == kAlgorithmRing);
   } else {
     CHECK((allreduces[0].value == kAlgorithmSharedMemory) == shared);
-    CHECK(allreduces[1].value != kAlgorithmSharedMemory);  // under 16 KiB
+    CHECK((allreduces[1].value == kAlgorithmSharedMemory) == shared);
+    CHECK(allreduces[2].value != kAlgorithmSharedMemory);  // under 4 KiB
   }
 }
 

@@ -135,6 +135,13 @@ TEST_CASE("recursive doubling sends buffers of a few KiB as eager-sized pieces",
   CHECK(use_recursive_doubling(4096, 2));
   CHECK_FALSE(use_recursive_doubling(16384, 2));
   CHECK(use_recursive_doubling(65536, 3));
+  // Shared memory (ranks on one node) takes over from 4 KiB, at any size.
+  CHECK(use_shared_memory(4096, 2));
+  CHECK_FALSE(use_shared_memory(4095, 2));
+  CHECK(use_shared_memory(4096, 8));
+  CHECK_FALSE(use_shared_memory(4096, 1));
+  CHECK(use_shared_memory(kSharedMemoryMaxBytes, 2));
+  CHECK_FALSE(use_shared_memory(kSharedMemoryMaxBytes + 1, 2));
 }
 
 TEST_CASE("recursive doubling step counts match what check expects", "[doubling]") {

@@ -111,7 +111,7 @@ struct Options {
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed
   CpuAllreduce cpu_allreduce = CpuAllreduce::kAuto;
   // With every rank on one node, host allreduces read each other's memory
-  // (an MPI shared-memory window) instead of running the ring, from 16 KiB
+  // (an MPI shared-memory window) instead of running the ring, from 4 KiB
   // to 64 MiB. RINGSCOPE_SHARED_MEMORY=0 keeps the ring.
   bool shared_memory = true;
   // Threads per rank (the background thread included) that split the
