@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <exception>
 
 namespace ringscope {
 namespace {
@@ -38,21 +36,13 @@ DataThreads::DataThreads(int threads) {
   // helpers already running in place (joined by the destructor).
   helpers_.reserve(threads > 1 ? static_cast<size_t>(threads - 1) : 0);
   for (int i = 1; i < threads; ++i) {
-    char why[160] = "";  // nothing in the handlers may throw
-    try {
-      helpers_.emplace_back([this] { helper_loop(); });
-      continue;
-    } catch (const std::exception& e) {  // std::system_error (EAGAIN), std::bad_alloc
-      std::snprintf(why, sizeof why, "%s", e.what());
-    } catch (...) {
-      std::snprintf(why, sizeof why, "unknown error");
+    std::thread helper;
+    if (!try_start_thread(
+            &helper, [this] { helper_loop(); }, &start_error_)) {
+      not_started_ = threads - i;
+      break;
     }
-    not_started_ = threads - i;
-    try {
-      not_started_why_ = why;
-    } catch (...) {
-    }
-    break;
+    helpers_.push_back(std::move(helper));  // reserved: no reallocation, no throw
   }
 }
 

@@ -17,9 +17,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <thread>
 #include <vector>
+
+#include "ringscope/thread_start.h"
 
 namespace ringscope {
 
@@ -34,7 +35,7 @@ class DataThreads {
   int threads() const { return static_cast<int>(helpers_.size()) + 1; }
   // Helpers asked for that could not be created, and why (the first error).
   int not_started() const { return not_started_; }
-  const std::string& not_started_why() const { return not_started_why_; }
+  const char* not_started_why() const { return start_error_.why; }
 
   // Calls fn(part) once for every part in [0, parts), on the caller and the
   // helpers, and returns when all have returned. fn must not throw.
@@ -82,7 +83,7 @@ class DataThreads {
   void* arg_ = nullptr;
   uint32_t job_ = 0;
   int not_started_ = 0;
-  std::string not_started_why_;
+  ThreadStartError start_error_;
 };
 
 // Calls fn(lo, hi, part) over [0, count) elements of `elem_size` bytes, split

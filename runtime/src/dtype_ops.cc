@@ -98,8 +98,7 @@ T combine_scale_one(T a, T b, double factor) {
 
 // a and b may each alias dst or out element for element, so there is no
 // __restrict on them; each element is read before it is written and never
-// read again,
-// which is what ivdep promises the vectoriser.
+// read again, which is what ivdep promises the vectoriser.
 template <ReduceOp kOp, bool kScale, typename T>
 void combine_to_both_loop(T* dst, T* out, const T* a, const T* b, size_t n, double factor) {
 #pragma GCC ivdep

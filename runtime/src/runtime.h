@@ -120,9 +120,8 @@ class Runtime {
   // did not, and then no loop runs a cycle). runtime_start.cc.
   Status start_loop();
   bool wait_for_start();
-  bool loop_ran() const;
-  void start_data_threads();  // the executor's; logs how many could not start  // false until the
-                              // gate opened, and where it never did
+  bool loop_ran() const;      // false until the gate opened, and where it never did
+  void start_data_threads();  // the executor's; logs how many could not start
   // Bound on waits while shutting down (a peer that is gone must not hold
   // every rank for the full op timeout).
   static constexpr double kShutdownTimeoutSeconds = 30.0;

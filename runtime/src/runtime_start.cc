@@ -5,8 +5,6 @@
 // waits at a gate until the ranks have agreed that each one started; if one
 // did not, no loop runs a cycle anywhere and init fails on every rank with
 // an error naming it (docs/design.md, "Memory").
-#include <exception>
-
 #include "agreed_host_buffer.h"  // agree_on_allocation, out_of_memory
 #include "runtime.h"
 #include "text_format.h"
@@ -27,17 +25,10 @@ Status Runtime::start_loop() {
       gate.notify_all();
     }
   } gate{loop_gate_};
-  bool started = false;
-  std::string why;  // this rank's reason, where its loop did not start
-  try {
-    thread_ = std::thread([this] { loop(); });
-    loop_thread_id_ = thread_.get_id();  // fixed from here on; join() clears thread_'s
-    started = true;
-  } catch (const std::exception& e) {  // std::system_error (EAGAIN), std::bad_alloc
-    why = e.what();
-  } catch (...) {
-    why = "unknown error";
-  }
+  ThreadStartError error;  // this rank's reason, where its loop did not start
+  const bool started = try_start_thread(
+      &thread_, [this] { loop(); }, &error);
+  if (started) loop_thread_id_ = thread_.get_id();  // fixed from here on; join() clears thread_'s
   std::vector<int> short_of;
   Status s = agree_on_allocation(*transport_, started, Deadline::after(options_.op_timeout_seconds),
                                  &short_of);
@@ -55,7 +46,7 @@ Status Runtime::start_loop() {
   return out_of_memory(
       short_of, topo_.rank,
       rank_list(short_of) + " could not start ringscope's background thread" +
-          (why.empty() ? std::string() : " (" + why + ")") +
+          (started ? std::string() : " (" + std::string(error.why) + ")") +
           "; a limit on processes or threads (ulimit -u, a container's pids limit) may have "
           "been reached; init failed on every rank");
 }

@@ -57,8 +57,8 @@ Status check_regions(const CollectiveContext& ctx, size_t bytes) {
 // rank's. Its region holds that rank's contribution to slice p, which only
 // rank p reads (in step 3, just before overwriting it), so the result goes
 // to memory rank p has just read instead of to memory nobody has touched
-// this round: no read-for-ownership of a fresh line, and each region only
-// ever holds the other ranks' slices.
+// this round: no read-for-ownership of a fresh line, and (without a
+// prescale) each region only ever holds the other ranks' slices.
 int result_rank(int slice, int n) { return (slice + 1) % n; }
 
 // Step 3 over elements [lo, hi) of this rank's slice, block by block, into

@@ -19,13 +19,14 @@
 // Per rank that is one pass over (n-1)/n of the data in, one over 1/n
 // combined and one over (n-1)/n out. Without a prescale no rank touches its
 // own slice of its own region (with one, step 1 copies the whole scaled
-// contribution there and step 3 reads its slice back). Writing the result over memory the combining rank has
-// just read, rather than into its own region, cut a 16 KiB allreduce at
-// np=2 from 5.3-5.8 us to 1.5-2.3 us and the fused 200 x 16 KiB step's
-// combine from 82 to 76 us (docs/performance.md, fifteenth session): a
-// line read and then written by one core is one transfer between the
-// cores; a line written by one core and read by the other, as before,
-// costs an invalidation and a transfer every time.
+// contribution there and step 3 reads its slice back). Writing the result
+// over memory the combining rank has just read, rather than into its own
+// region, cut a 16 KiB allreduce at np=2 from 5.3-5.8 us to 1.5-2.3 us and
+// the fused 200 x 16 KiB step's combine from 82 to 76 us
+// (docs/performance.md, fifteenth session): a line read and then written
+// by one core is one transfer between the cores; a line written by one
+// core and read by the other, as before, costs an invalidation and a
+// transfer every time.
 // Steps 2-3 are recorded as RING_REDUCE_SCATTER step 0 and step 4 as
 // RING_ALLGATHER step 0, with no peer (every rank is its peer).
 // float16/bfloat16 sums are accumulated in float32 over every rank's

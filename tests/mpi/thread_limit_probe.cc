@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     if (helpers->threads() != 3 || helpers->not_started() != 1)
       fail("DataThreads(4) under the limit: " + std::to_string(helpers->threads()) + " threads, " +
            std::to_string(helpers->not_started()) + " not started");
-    if (helpers->not_started_why().empty()) fail("no reason for the missing helper");
+    if (helpers->not_started_why()[0] == '\0') fail("no reason for the missing helper");
     std::vector<std::atomic<int>> runs(12);
     helpers->run(runs.size(), [&](size_t part) { runs[part].fetch_add(1); });
     for (size_t p = 0; p < runs.size(); ++p)

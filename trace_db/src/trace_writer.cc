@@ -7,10 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <fstream>
 #include <iterator>
 
+#include "ringscope/thread_start.h"
 #include "ringscope/trace_schema.h"
 #include "schema.h"
 #include "trace_writer_impl.h"
@@ -128,21 +128,16 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   m.db = std::move(db);
   m.stopping = false;
   m.accepting.store(true, std::memory_order_release);
-  std::string why;  // std::system_error (a limit on processes or threads), std::bad_alloc
-  try {
-    m.writer = std::thread([&m] { m.writer_loop(); });
+  ThreadStartError error;
+  if (try_start_thread(
+          &m.writer, [&m] { m.writer_loop(); }, &error))
     return Status::OK();
-  } catch (const std::exception& e) {
-    why = e.what();
-  } catch (...) {
-    why = "unknown error";
-  }
   m.accepting.store(false, std::memory_order_release);
   for (sql::Stmt* st : {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank})
     *st = sql::Stmt();  // finalized, so the connection closes now
   m.db.reset();
   return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
-                                              " (" + why +
+                                              " (" + error.why +
                                               "); a limit on processes or threads may have been "
                                               "reached");
 }
