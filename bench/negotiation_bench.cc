@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::string json_path;
   int steps = 60;
-  int data_threads = 0;  // --data-threads: as RINGSCOPE_DATA_THREADS (0: automatic)
+  int data_threads = 0;   // --data-threads: as RINGSCOPE_DATA_THREADS (0: automatic)
+  int shared_memory = 1;  // --shared-memory: as RINGSCOPE_SHARED_MEMORY
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -143,6 +144,11 @@ int main(int argc, char** argv) {
                  "threads per rank for large copies and sums in the fusion comparison, as "
                  "RINGSCOPE_DATA_THREADS (0: automatic, 1: none)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--shared-memory", shared_memory,
+                 "as RINGSCOPE_SHARED_MEMORY: 1 (default) lets ranks on one node allreduce "
+                 "through shared memory; 0 keeps the message-based algorithms every run across "
+                 "hosts uses")
+      ->check(CLI::Range(0, 1));
   if (const int code = parse_command_line(app, argc, argv, rank == 0); code >= 0) {
     MPI_Finalize();
     return code;
@@ -161,6 +167,7 @@ int main(int argc, char** argv) {
   Options o;
   o.log_level = 1;
   o.data_threads = data_threads;
+  o.shared_memory = shared_memory != 0;
   auto rt = make_runtime(o, "fusion");
   std::vector<std::vector<float>> small(200, std::vector<float>(4096, 1.0f));  // 16 KiB each
   Side fusion[2];
@@ -196,6 +203,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<float>> tiny(50, std::vector<float>(256, 1.0f));
     Options c;
     c.log_level = 1;
+    c.shared_memory = shared_memory != 0;
     c.cache_capacity = 1024;
     auto r = make_runtime(c, "cache");
     run_step(*r, tiny, "c");  // first step always negotiates through rank 0
@@ -217,6 +225,7 @@ int main(int argc, char** argv) {
   {
     Options c;
     c.log_level = 1;
+    c.shared_memory = shared_memory != 0;
     auto r = make_runtime(c, "latency");
     std::vector<std::vector<float>> one(1, std::vector<float>(1024, 1.0f));  // 4 KiB
     std::vector<double> t_rt, t_mpi;
@@ -237,8 +246,9 @@ int main(int argc, char** argv) {
     const double f = median(fusion[0].step_s) * 1e3, u = median(fusion[1].step_s) * 1e3;
     std::printf(
         "negotiation bench, np=%d, %d steps per side in %d alternating blocks (median step of the "
-        "slowest rank); %d data thread%s per rank\n",
-        n, blocks * per_block, blocks, data_threads, data_threads == 1 ? "" : "s");
+        "slowest rank); %d data thread%s per rank; shared memory %s\n",
+        n, blocks * per_block, blocks, data_threads, data_threads == 1 ? "" : "s",
+        shared_memory ? "on" : "off (messages, as across hosts)");
     std::printf("%-44s %12s %12s %8s\n", "", "on", "off", "off/on");
     const double floor_ms = median(floor_t) * 1e3;
     std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "fusion: step of 200 x 16 KiB", f, u, u / f);
@@ -256,7 +266,7 @@ int main(int argc, char** argv) {
     char json[1024];
     std::snprintf(json, sizeof(json),
                   "{\"benchmark\":\"negotiation\",\"np\":%d,\"steps\":%d,\"blocks\":%d,"
-                  "\"data_threads\":%d,"
+                  "\"data_threads\":%d,\"shared_memory\":%d,"
                   "\"fusion_on_step_ms\":%.3f,\"fusion_off_step_ms\":%.3f,\"fusion_speedup\":%.2f,"
                   "\"fusion_floor_mpi_ms\":%.3f,\"fusion_speedup_bound\":%.2f,"
                   "\"cache_on_negotiate_us\":%.2f,\"cache_off_negotiate_us\":%.2f,"
@@ -264,8 +274,8 @@ int main(int argc, char** argv) {
                   "\"cache_off_negotiate_last_rank_us\":%.2f,\"cache_speedup_last_rank\":%.2f,"
                   "\"cache_on_step_ms\":%.3f,\"cache_off_step_ms\":%.3f,"
                   "\"latency_4k_runtime_us\":%.2f,\"latency_4k_mpi_us\":%.2f}\n",
-                  n, blocks * per_block, blocks, data_threads, f, u, u / f, floor_ms, u / floor_ms,
-                  negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0],
+                  n, blocks * per_block, blocks, data_threads, shared_memory, f, u, u / f, floor_ms,
+                  u / floor_ms, negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0],
                   negotiate_last_us[0], negotiate_last_us[1],
                   negotiate_last_us[1] / negotiate_last_us[0], cache_step_ms[0], cache_step_ms[1],
                   lat_rt, lat_mpi);
