@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libsqlite3-dev
           libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev clang-format python3-venv
           libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev libegl-mesa0 libgl1-mesa-dri
-          fonts-dejavu-core xvfb xauth procps)
+          fonts-dejavu-core xvfb xauth procps iproute2 util-linux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -312,16 +312,6 @@ Status MpiTransport::broadcast_from_root(std::vector<uint8_t>* data, Deadline de
   return s;
 }
 
-Status MpiTransport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
-  MPI_Request req = MPI_REQUEST_NULL;
-  Status s =
-      wait_request(MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()),
-                                  MPI_UINT64_T, MPI_BAND, comm_, &req),
-                   &req, deadline, "negotiation allreduce (ready bits)", mode);
-  if (s.code() == StatusCode::kTimeout) leave_to_late_collective(words);
-  return s;
-}
-
 bool MpiTransport::has_native_allreduce(DataType dtype, size_t count) const {
   MPI_Datatype type;
   return mpi_datatype(dtype, &type) && count <= static_cast<size_t>(INT_MAX);

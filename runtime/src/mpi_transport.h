@@ -31,7 +31,6 @@ class MpiTransport : public Transport {
   Status gather_to_root(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>* all,
                         Deadline deadline) override;
   Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) override;
-  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) override;
   Status native_allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                           Deadline deadline) override;
   bool has_native_allreduce(DataType dtype, size_t count) const override;

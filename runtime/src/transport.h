@@ -49,6 +49,7 @@ enum Tag : int {
   kTagDoorbell = 9,
   kTagTraceOpened = 10,     // each rank's "opened its trace file" to rank 0
   kTagTraceOpenedAll = 11,  // rank 0's answer: which ranks could not
+  kTagAndExchange = 12,     // allreduce_and's recursive-doubling rounds
   kTagRingReduceScatter = 16,
   kTagRingAllgather = 17,
   kTagAllgatherv = 18,
@@ -122,13 +123,15 @@ class Transport {
   virtual PendingOpPtr irecv(int peer, void* data, size_t bytes, int tag) = 0;
 
   // Control plane (small messages). The defaults are built on isend/irecv;
-  // MPI overrides them with its non-blocking collectives.
+  // MPI overrides the gather and broadcast with its non-blocking
+  // collectives (allreduce_and stays on messages: see transport.cc).
   // Rank 0 receives every rank's bytes (index = rank); others get nothing.
   virtual Status gather_to_root(const std::vector<uint8_t>& mine,
                                 std::vector<std::vector<uint8_t>>* all, Deadline deadline);
   // Rank 0's bytes replace *data on every rank.
   virtual Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline);
-  // Bitwise AND of every rank's words, result on every rank.
+  // Bitwise AND of every rank's words, result on every rank (the same
+  // number of words on each).
   virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
 
   // The transport's own allreduce (MPI_Allreduce), for comparison. Returns

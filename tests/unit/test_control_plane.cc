@@ -1,0 +1,81 @@
+// The control plane built on messages (Transport's defaults, used by the
+// in-memory transport and, for allreduce_and, by MPI too): the AND of every
+// rank's words by recursive doubling at every world size (powers of two and
+// the folded ranks beyond them), back-to-back calls that must not mix, and
+// a dead rank turning into a timeout.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "local_world.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+
+// Rank r's words in round `round`: random, so every bit has a rank that
+// clears it, plus one word only rank `round % n` clears bit r of.
+std::vector<uint64_t> words_of(int r, int n, int round, size_t count) {
+  std::mt19937_64 rng(static_cast<uint64_t>(r) * 1000003 + round);
+  std::vector<uint64_t> w(count);
+  for (auto& x : w) x = rng() | rng();  // mostly ones
+  w[0] = ~uint64_t{0};
+  if (r == round % n) w[0] &= ~(uint64_t{1} << (round % 64));
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce_and: every rank gets the AND of all ranks' words, n = 1 to 9", "[control]") {
+  for (int n = 1; n <= 9; ++n) {
+    for (size_t count : {size_t{1}, size_t{17}}) {
+      constexpr int kRounds = 4;  // back to back, as cycles are
+      std::vector<std::vector<std::vector<uint64_t>>> got(kRounds,
+                                                          std::vector<std::vector<uint64_t>>(n));
+      std::vector<Status> status(n);
+      run_ranks(n, [&](int r, Transport& t) {
+        for (int round = 0; round < kRounds; ++round) {
+          std::vector<uint64_t> w = words_of(r, n, round, count);
+          status[r] = t.allreduce_and(&w, Deadline::after(10), WaitMode::kControl);
+          if (!status[r].ok()) return;
+          got[round][r] = w;
+        }
+      });
+      INFO("n=" << n << " count=" << count);
+      for (int r = 0; r < n; ++r) REQUIRE(status[r].ok());
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<uint64_t> want(count, ~uint64_t{0});
+        for (int r = 0; r < n; ++r) {
+          const std::vector<uint64_t> w = words_of(r, n, round, count);
+          for (size_t i = 0; i < count; ++i) want[i] &= w[i];
+        }
+        CHECK((want[0] >> (round % 64) & 1) == 0);  // the one rank's clear bit survived
+        for (int r = 0; r < n; ++r) CHECK(got[round][r] == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("allreduce_and: a rank that never joins is a timeout naming a rank, not a hang",
+          "[control]") {
+  for (int n : {2, 3, 5}) {
+    auto fabric = std::make_shared<LocalFabric>(n);
+    fabric->fail_rank(n - 1);
+    std::vector<Status> status(n);
+    run_ranks(
+        n,
+        [&](int r, Transport& t) {
+          if (r == n - 1) return;  // dead
+          std::vector<uint64_t> w(3, ~uint64_t{0});
+          status[r] = t.allreduce_and(&w, Deadline::after(0.3), WaitMode::kControl);
+        },
+        fabric);
+    INFO("n=" << n);
+    for (int r = 0; r < n - 1; ++r) {
+      CHECK(status[r].code() == StatusCode::kTimeout);
+      CHECK(status[r].rank() == r);
+      CHECK(status[r].peer() >= 0);
+      CHECK(status[r].message().find("rank") != std::string::npos);
+    }
+  }
+}
