@@ -14,28 +14,45 @@
 #   scripts/two-hosts.sh N0 N1 [mpirun options] program [args]
 #
 # runs N0 ranks on ringscope-h0 and N1 on ringscope-h1 (world ranks 0..N0-1
-# on the first). Like ssh, the second host's ranks get a clean environment:
-# pass variables with -x. Needs root with CAP_NET_ADMIN and iproute2; exits
-# 77 (ctest's skip) where namespaces cannot be made. Concurrent calls take
-# turns (a lock): the namespaces are made before and removed after each.
+# on the first).
+#
+#   scripts/two-hosts.sh --shell command [args]
+#
+# runs `command` on ringscope-h0 with Open MPI's launcher set up for both
+# hosts (OMPI_MCA_* variables), so that a launcher of the user's, e.g.
+# `ringscope run -np 2 -H 10.77.0.1:1,10.77.0.2:1 ...`, reaches the second.
+#
+# Like ssh, the second host's ranks get a clean environment: pass variables
+# with -x. Needs root with CAP_NET_ADMIN and iproute2; exits 77 (ctest's
+# skip) where namespaces cannot be made. Concurrent calls take turns (a
+# lock): the namespaces are made before and removed after each.
 set -u
 
-if [ $# -lt 3 ]; then
+usage() {
   echo "usage: $0 N0 N1 [mpirun options] program [args]" >&2
+  echo "       $0 --shell command [args]" >&2
   exit 2
-fi
-n0=$1
-n1=$2
-shift 2
-case "$n0$n1" in
-  *[!0-9]*)
-    echo "two-hosts.sh: N0 and N1 must be rank counts, got '$n0' and '$n1'" >&2
+}
+shell_mode=0
+if [ "${1:-}" = "--shell" ]; then
+  shell_mode=1
+  shift
+  [ $# -ge 1 ] || usage
+else
+  [ $# -ge 3 ] || usage
+  n0=$1
+  n1=$2
+  shift 2
+  case "$n0$n1" in
+    *[!0-9]*)
+      echo "two-hosts.sh: N0 and N1 must be rank counts, got '$n0' and '$n1'" >&2
+      exit 2
+      ;;
+  esac
+  if [ "$n0" -lt 1 ] || [ "$n1" -lt 1 ]; then
+    echo "two-hosts.sh: each host needs at least one rank" >&2
     exit 2
-    ;;
-esac
-if [ "$n0" -lt 1 ] || [ "$n1" -lt 1 ]; then
-  echo "two-hosts.sh: each host needs at least one rank" >&2
-  exit 2
+  fi
 fi
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,14 +103,23 @@ if ! {
 fi
 ip netns exec "${hosts[0]}" unshare --uts true 2>/dev/null || skip "cannot make a UTS namespace"
 
+# Open MPI reads its parameters from OMPI_MCA_* variables too (and passes
+# them on to its daemons): the agent in place of ssh, TCP on the veth pair.
+export OMPI_MCA_plm_rsh_agent="$here/netns-agent.sh"
+export OMPI_MCA_btl_tcp_if_include=10.77.0.0/24
+export OMPI_MCA_oob_tcp_if_include=10.77.0.0/24
+in_first_host() {
+  ip netns exec "${hosts[0]}" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${hosts[0]}" "$@"
+}
+if [ "$shell_mode" = 1 ]; then
+  in_first_host "$@"
+  exit $?
+fi
+
 hostfile=$(mktemp /tmp/ringscope-two-hosts.XXXXXX)
 printf '%s slots=%d\n%s slots=%d\n' "${addrs[0]}" "$n0" "${addrs[1]}" "$n1" >"$hostfile"
 
 # The first host runs mpirun; its address is local there, so Open MPI
 # starts ranks on it directly and reaches the second through the agent.
-ip netns exec "${hosts[0]}" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${hosts[0]}" \
-  mpirun --allow-run-as-root --oversubscribe --bind-to none \
-  --hostfile "$hostfile" -np $((n0 + n1)) \
-  --mca plm_rsh_agent "$here/netns-agent.sh" \
-  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-  "$@"
+in_first_host mpirun --allow-run-as-root --oversubscribe --bind-to none \
+  --hostfile "$hostfile" -np $((n0 + n1)) "$@"
