@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "doubling_peers.h"
 #include "dtype_ops.h"
 
 namespace ringscope {
@@ -33,22 +34,18 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
   if (!ctx.scratch->reserve(recursive_doubling_scratch_bytes(count, dtype_size(dtype))))
     return Status(StatusCode::kOutOfMemory, "cannot allocate allreduce scratch", r);
   uint8_t* scratch = ctx.scratch->data();
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
+  const DoublingPeers peers(n, r);
   int step = 0;
 
   // ---- Phase 1: fold the extra ranks in (1 step) ----
-  int vrank;
-  if (r < 2 * rem) {
+  if (peers.folded_out() || peers.takes_fold()) {
     const int64_t start = ctx.now();
-    if (r % 2 == 0) {
+    if (peers.folded_out()) {
       auto send = t.isend(r + 1, data, bytes, kTagRecursiveDoubling);
       Status s = wait_op(*send, ctx.deadline());
       if (!s.ok()) return s;
       ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, r + 1, -1,
                       static_cast<int64_t>(bytes));
-      vrank = -1;
     } else {
       auto recv = t.irecv(r - 1, scratch, bytes, kTagRecursiveDoubling);
       Status s = wait_op(*recv, ctx.deadline());
@@ -56,19 +53,15 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
       reduce_into(dtype, op, data, scratch, count);
       ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, -1, r - 1,
                       static_cast<int64_t>(bytes));
-      vrank = r / 2;
     }
     ++step;
-  } else {
-    vrank = r - rem;
   }
 
   // ---- Phase 2: doubling (log2 p steps) ----
-  if (vrank >= 0) {
-    for (int mask = 1; mask < p; mask <<= 1, ++step) {
+  if (!peers.folded_out()) {
+    for (int mask = 1; mask < peers.p; mask <<= 1, ++step) {
       const int64_t start = ctx.now();
-      const int vpartner = vrank ^ mask;
-      const int partner = vpartner < rem ? vpartner * 2 + 1 : vpartner + rem;
+      const int partner = peers.partner(mask);
       std::vector<PendingOpPtr> ops;
       const size_t piece = exchange_piece_bytes(bytes);
       for (size_t off = 0; off < bytes; off += piece) {
@@ -86,7 +79,7 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
   }
 
   // ---- Phase 3: unfold (1 step) ----
-  if (r < 2 * rem) {
+  if (peers.folded_out() || peers.takes_fold()) {
     const int64_t start = ctx.now();
     PendingOpPtr op = (r % 2 == 1) ? t.isend(r - 1, data, bytes, kTagRecursiveDoubling)
                                    : t.irecv(r + 1, data, bytes, kTagRecursiveDoubling);

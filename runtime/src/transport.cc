@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "doubling_peers.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -142,43 +143,38 @@ Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadl
   return wait_all(ops, deadline, WaitMode::kControl);
 }
 
-// Recursive doubling (log2 n rounds of one exchange each), folding the
-// ranks beyond the largest power of two first: rank 2i of the first
-// 2 * (n - p) sends its words to rank 2i + 1 and gets the result back at the
-// end. Over TCP between two hosts one exchange cost 9-10 us where
-// MPI_Iallreduce took 20-22 us (docs/performance.md, sixteenth session).
+// Recursive doubling (doubling_peers.h): log2 p rounds of one exchange, the
+// folded ranks answered last. Over TCP between two hosts one exchange cost
+// 9-10 us where MPI_Iallreduce took 20-22 us (docs/design.md, "Shared-memory
+// negotiation").
 Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
-  const int n = size(), r = rank();
+  const DoublingPeers peers(size(), rank());
+  const int r = rank();
   const size_t bytes = words->size() * sizeof(uint64_t);
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int extra = n - p;
   std::vector<PendingOpPtr> ops;
   std::vector<uint64_t> theirs(words->size());
   auto combine = [&] {
     for (size_t i = 0; i < words->size(); ++i) (*words)[i] &= theirs[i];
   };
-  if (r < 2 * extra && r % 2 == 0) {  // folded: hand over, get the result
-    theirs = *words;                  // the receive overwrites *words
+  if (peers.folded_out()) {  // hand over, get the result
+    theirs = *words;         // the receive overwrites *words
     ops.push_back(isend(r + 1, theirs.data(), bytes, kTagAndReduce));
     ops.push_back(irecv(r + 1, words->data(), bytes, kTagAndResult));
     return wait_all(ops, deadline, mode);
   }
-  if (r < 2 * extra) {
+  if (peers.takes_fold()) {
     ops.push_back(irecv(r - 1, theirs.data(), bytes, kTagAndReduce));
     if (Status s = wait_all(ops, deadline, mode); !s.ok()) return s;
     combine();
   }
-  const int me = r < 2 * extra ? r / 2 : r - extra;
-  auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-  for (int mask = 1; mask < p; mask *= 2) {
-    const int peer = real(me ^ mask);
-    ops.push_back(irecv(peer, theirs.data(), bytes, kTagAndExchange));
-    ops.push_back(isend(peer, words->data(), bytes, kTagAndExchange));
+  for (int mask = 1; mask < peers.p; mask *= 2) {
+    const int partner = peers.partner(mask);
+    ops.push_back(irecv(partner, theirs.data(), bytes, kTagAndExchange));
+    ops.push_back(isend(partner, words->data(), bytes, kTagAndExchange));
     if (Status s = wait_all(ops, deadline, mode); !s.ok()) return s;
     combine();
   }
-  if (r < 2 * extra) {
+  if (peers.takes_fold()) {
     ops.push_back(isend(r - 1, words->data(), bytes, kTagAndResult));
     return wait_all(ops, deadline, mode);
   }
