@@ -173,6 +173,13 @@ int main(int argc, char** argv) {
       if (!st.ok() && failures++ == 0)
         std::fprintf(stderr, "allreduce failed: %s\n", st.to_string().c_str());
     }
+    // A failed allreduce (a mismatch, a dead rank, a timeout) ends the run,
+    // as an exception would end a training script: the runtime has said why.
+    if (failures) {
+      std::fprintf(stderr, "rank %d: stopping at step %d after a failed allreduce\n",
+                   ringscope::rank(), step);
+      break;
+    }
     ringscope::mark_step(step);  // step boundaries in the trace (the tuner scores by step)
     if (step >= args.warmup)
       step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
