@@ -156,13 +156,15 @@ int main(int argc, char** argv) {
 
   // ---- Fusion on vs off ----
   const int blocks = std::max(3, steps / 10), per_block = std::max(1, steps / blocks);
-  {  // what the runtime resolves on this node (0: automatic)
+  bool one_node = true;  // every rank on this node: shared memory can be used
+  {                      // what the runtime resolves on this node (0: automatic)
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int local_size = 1;
     MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
     data_threads = DataThreads::resolve(data_threads, local_size);
+    one_node = local_size == n;
   }
   Options o;
   o.log_level = 1;
@@ -248,7 +250,9 @@ int main(int argc, char** argv) {
         "negotiation bench, np=%d, %d steps per side in %d alternating blocks (median step of the "
         "slowest rank); %d data thread%s per rank; shared memory %s\n",
         n, blocks * per_block, blocks, data_threads, data_threads == 1 ? "" : "s",
-        shared_memory ? "on" : "off (messages, as across hosts)");
+        !one_node       ? "not used (ranks on several hosts)"
+        : shared_memory ? "on"
+                        : "off (messages, as across hosts)");
     std::printf("%-44s %12s %12s %8s\n", "", "on", "off", "off/on");
     const double floor_ms = median(floor_t) * 1e3;
     std::printf("%-44s %10.2f ms %10.2f ms %8.2f\n", "fusion: step of 200 x 16 KiB", f, u, u / f);
@@ -266,7 +270,7 @@ int main(int argc, char** argv) {
     char json[1024];
     std::snprintf(json, sizeof(json),
                   "{\"benchmark\":\"negotiation\",\"np\":%d,\"steps\":%d,\"blocks\":%d,"
-                  "\"data_threads\":%d,\"shared_memory\":%d,"
+                  "\"data_threads\":%d,\"shared_memory\":%d,\"one_node\":%d,"
                   "\"fusion_on_step_ms\":%.3f,\"fusion_off_step_ms\":%.3f,\"fusion_speedup\":%.2f,"
                   "\"fusion_floor_mpi_ms\":%.3f,\"fusion_speedup_bound\":%.2f,"
                   "\"cache_on_negotiate_us\":%.2f,\"cache_off_negotiate_us\":%.2f,"
@@ -274,9 +278,9 @@ int main(int argc, char** argv) {
                   "\"cache_off_negotiate_last_rank_us\":%.2f,\"cache_speedup_last_rank\":%.2f,"
                   "\"cache_on_step_ms\":%.3f,\"cache_off_step_ms\":%.3f,"
                   "\"latency_4k_runtime_us\":%.2f,\"latency_4k_mpi_us\":%.2f}\n",
-                  n, blocks * per_block, blocks, data_threads, shared_memory, f, u, u / f, floor_ms,
-                  u / floor_ms, negotiate_us[0], negotiate_us[1], negotiate_us[1] / negotiate_us[0],
-                  negotiate_last_us[0], negotiate_last_us[1],
+                  n, blocks * per_block, blocks, data_threads, shared_memory, one_node ? 1 : 0, f,
+                  u, u / f, floor_ms, u / floor_ms, negotiate_us[0], negotiate_us[1],
+                  negotiate_us[1] / negotiate_us[0], negotiate_last_us[0], negotiate_last_us[1],
                   negotiate_last_us[1] / negotiate_last_us[0], cache_step_ms[0], cache_step_ms[1],
                   lat_rt, lat_mpi);
     std::fputs(json, stdout);

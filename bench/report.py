@@ -18,11 +18,15 @@ def human(b):
     return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
 
 
-for np_ in (2, 4):
-    d = load(f"allreduce_np{np_}.json")
+# (file, title): one node at np=2 and 4, and the two hosts of
+# scripts/two-hosts.sh with one rank each (TCP between them).
+sweeps = [("allreduce_np2.json", "np=2"), ("allreduce_np4.json", "np=4"),
+          ("two_hosts_allreduce_1+1.json", "two hosts, 1+1 ranks")]
+for name, title in sweeps:
+    d = load(name)
     if not d:
         continue
-    print(f"\n#### Allreduce sweep, np={np_} (memcpy in the same run: {d['memcpy_gbps']:.1f} GB/s)\n")
+    print(f"\n#### Allreduce sweep, {title} (memcpy in the same run: {d['memcpy_gbps']:.1f} GB/s)\n")
     print("| size | ours is | MPI_Allreduce µs | ours µs | ringscope end-to-end µs | MPI algbw / busbw GB/s | "
           "ours algbw / busbw | end-to-end algbw / busbw | ours / MPI | end-to-end / MPI |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -47,12 +51,14 @@ for np_ in (2, 4):
               f"{r['mpi_algbw_gbps']:.2f} / {r['mpi_busbw_gbps']:.2f} | "
               f"{r['ours_algbw_gbps']:.2f} / {r['ours_busbw_gbps']:.2f} | **{r['ours_over_mpi']:.2f}** |")
 
-for np_ in (2, 4):
-    d = load(f"negotiation_np{np_}.json")
+negotiations = [("negotiation_np2.json", "np=2"), ("negotiation_np4.json", "np=4"),
+                ("two_hosts_negotiation_1+1.json", "two hosts, 1+1 ranks")]
+for name, title in negotiations:
+    d = load(name)
     if not d:
         continue
     blocks = f" in {d['blocks']} alternating blocks" if "blocks" in d else " per phase"
-    print(f"\n#### Fusion, cache and latency, np={np_} ({d['steps']} steps per side{blocks})\n")
+    print(f"\n#### Fusion, cache and latency, {title} ({d['steps']} steps per side{blocks})\n")
     print("| measure | on | off | off / on |")
     print("|---|---|---|---|")
     print(f"| step of 200 × 16 KiB, fusion | {d['fusion_on_step_ms']:.2f} ms | "

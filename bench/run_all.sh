@@ -19,6 +19,18 @@ done
 for np in 2 4; do
   $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
+# Across the two hosts of scripts/two-hosts.sh (one rank on each, TCP
+# between two network namespaces; needs root): skipped where they cannot be
+# made.
+rc=0
+scripts/two-hosts.sh 1 1 build/bin/allreduce_bench --json $out/two_hosts_allreduce_1+1.json || rc=$?
+if [ $rc = 0 ]; then
+  scripts/two-hosts.sh 1 1 build/bin/negotiation_bench --json $out/two_hosts_negotiation_1+1.json
+elif [ $rc = 77 ]; then
+  echo "two hosts could not be made here: their benchmarks were skipped"
+else
+  exit $rc
+fi
 # Where the shared-memory allreduce writes its result (no MPI).
 build/bin/shared_layout_bench --json $out/shared_layout_200x16k.json
 build/bin/shared_layout_bench --pieces 1 --rounds 2000 --json $out/shared_layout_1x16k.json
