@@ -4,6 +4,7 @@
 #include "straggler_analysis.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -156,6 +157,19 @@ StragglerReport analyze_stragglers(const std::vector<RankTimeline>& ranks) {
       report.per_rank[c.last_rank_index].lateness_caused_ns += c.lateness_ns;
     }
   }
+  std::map<std::string, HostStragglerTotals> hosts;
+  for (size_t r = 0; r < n; ++r) {
+    HostStragglerTotals& h = hosts[ranks[r].info.hostname];
+    h.host = ranks[r].info.hostname;
+    h.ranks.push_back(ranks[r].info.rank);
+    h.times_last += report.per_rank[r].times_last;
+    h.lateness_caused_ns += report.per_rank[r].lateness_caused_ns;
+  }
+  if (hosts.size() > 1)
+    for (auto& [name, h] : hosts) {
+      std::sort(h.ranks.begin(), h.ranks.end());
+      report.per_host.push_back(std::move(h));
+    }
   std::sort(report.collectives.begin(), report.collectives.end(),
             [](const CollectiveReadiness& a, const CollectiveReadiness& b) {
               return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.key < b.key;

@@ -1,11 +1,13 @@
 // Straggler analysis: for every collective (cycle, seq_index), when each rank
 // was ready for it, which rank was ready last and how late it was compared
-// with the first; and per rank, how often it was last and what that cost.
+// with the first; and per rank (and per host, across several), how often it
+// was last and what that cost.
 // Same definition as `ringscope-trace stats` (trace_tools.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -51,10 +53,19 @@ struct RankStragglerTotals {
   int64_t waited_ns = 0;           // sum of (last rank's readiness - its own)
 };
 
+// The same summed over the ranks of one host (the trace's hostname).
+struct HostStragglerTotals {
+  std::string host;
+  std::vector<int> ranks;          // rank numbers, ascending
+  int64_t times_last = 0;          // collectives where one of its ranks was last
+  int64_t lateness_caused_ns = 0;  // their lateness
+};
+
 struct StragglerReport {
   std::vector<CollectiveReadiness> collectives;  // by start time
   std::vector<uint32_t> by_lateness;             // indexes into collectives, latest first
   std::vector<RankStragglerTotals> per_rank;     // like the rank list
+  std::vector<HostStragglerTotals> per_host;     // by host name; empty on one host
   std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> index;  // into collectives
   // Response (cycle, seq_index) of a fused member -> its collective's key.
   std::unordered_map<CollectiveKey, CollectiveKey, CollectiveKeyHash> member_of;

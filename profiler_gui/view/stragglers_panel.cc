@@ -1,7 +1,8 @@
 // Stragglers panel: on the left every collective with its last-ready rank and
 // lateness (latest first, filtered by the search text; a click selects it and
-// brings it into view); on the right per-rank totals: how often each rank was
-// last, the waiting it caused, and how long it waited for the others.
+// brings it into view); on the right, across several hosts, per-host totals,
+// and per-rank totals: how often each rank was last, the waiting it caused,
+// and how long it waited for the others.
 #include <algorithm>
 #include <cstring>
 
@@ -119,6 +120,40 @@ void rank_totals_table(const TimelineModel& model) {
   ImGui::EndTable();
 }
 
+// Across several hosts: the per-rank totals summed per host, so a slow or
+// busy machine stands out whichever of its ranks was last each time.
+void host_totals_table(const TimelineModel& model) {
+  const StragglerReport& report = model.trace().stragglers;
+  int64_t worst = 1;
+  for (const HostStragglerTotals& h : report.per_host)
+    worst = std::max(worst, h.lateness_caused_ns);
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
+  if (!ImGui::BeginTable("host_totals", 4, flags)) return;
+  ImGui::TableSetupColumn("host", ImGuiTableColumnFlags_WidthFixed, 120);
+  ImGui::TableSetupColumn("ranks", ImGuiTableColumnFlags_WidthFixed, 70);
+  ImGui::TableSetupColumn("last ready, caused", ImGuiTableColumnFlags_WidthFixed, 140);
+  ImGui::TableSetupColumn("share of waiting", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  for (const HostStragglerTotals& h : report.per_host) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(h.host.empty() ? "(unknown)" : h.host.c_str());
+    ImGui::TableNextColumn();
+    std::string list;
+    for (int r : h.ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+    ImGui::TextUnformatted(list.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%s, %s", format_count(h.times_last).c_str(),
+                format_duration(h.lateness_caused_ns).c_str());
+    ImGui::TableNextColumn();
+    const float share = static_cast<float>(h.lateness_caused_ns) / static_cast<float>(worst);
+    ImGui::PushStyleColor(ImGuiCol_PlotHistogram, to_vec4(colors::kLate));
+    ImGui::ProgressBar(share, ImVec2(-1, ImGui::GetTextLineHeight()), "");
+    ImGui::PopStyleColor();
+  }
+  ImGui::EndTable();
+}
+
 }  // namespace
 
 void draw_stragglers_panel(const TimelineModel& model, ViewState& state,
@@ -139,6 +174,11 @@ void draw_stragglers_panel(const TimelineModel& model, ViewState& state,
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("stragglers_right", ImVec2(0, 0));
+  if (!report.per_host.empty()) {
+    ImGui::TextUnformatted("per host");
+    host_totals_table(model);
+    ImGui::Spacing();
+  }
   ImGui::TextUnformatted("per rank: who kept the others waiting");
   rank_totals_table(model);
   ImGui::EndChild();

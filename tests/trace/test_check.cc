@@ -2,6 +2,8 @@
 // injected at a time (missing collective, wrong ring step count, negative
 // span, orphan ring step, kind mismatch, missing rank, dropped events), via
 // the API and through the CLI's exit code.
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 
@@ -165,4 +167,33 @@ TEST_CASE("stats names the straggler and summarizes phases", "[trace][stats]") {
   CHECK(output.find("RING_REDUCE_SCATTER") != std::string::npos);
   CHECK(output.find("2.200 ms") != std::string::npos);
   CHECK(output.find("rank 2     last       40 times") != std::string::npos);
+}
+
+TEST_CASE("stats adds up the lateness per host when the ranks span several", "[trace][stats]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.straggler_rank = 3;
+  const std::vector<std::string> files = test::write_synthetic_run(dir.file("h.sqlite"), run);
+  std::string output;
+  REQUIRE(test::run_cli("stats " + dir.file("h.sqlite"), &output) == 0);
+  CHECK(output.find("per host:") == std::string::npos);  // one host: no per-host lines
+  // Ranks 0-1 on node-a, 2-3 on node-b.
+  for (int r = 0; r < 4; ++r) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(files[r].c_str(), &db) == SQLITE_OK);
+    const std::string sql =
+        std::string("UPDATE ranks SET hostname = '") + (r < 2 ? "node-a" : "node-b") + "'";
+    CHECK(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  REQUIRE(test::run_cli("stats " + dir.file("h.sqlite"), &output) == 0);
+  INFO(output);
+  // Rank 3 is last in every collective (200 us late, and the latest clock).
+  CHECK(output.find("rank 3     last       40 times") != std::string::npos);
+  CHECK(output.find("per host:") != std::string::npos);
+  CHECK(output.find("host node-a               ranks 0,1          last        0 times") !=
+        std::string::npos);
+  CHECK(output.find("host node-b               ranks 2,3          last       40 times") !=
+        std::string::npos);
 }

@@ -1,5 +1,7 @@
 // Straggler analysis and per-kind statistics on synthetic np=4 runs where the
 // answer is known: rank 2 enqueues every tensor 200 µs late.
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 
 #include "timeline_model.h"
@@ -55,6 +57,42 @@ TEST_CASE("np=4 with rank 2 late by 200 us: every collective blames rank 2", "[s
   // Members map to their group: seq 4 is in the group that starts at 3.
   const CollectiveKey first = report.collectives.front().key;
   CHECK(report.member_of.at({first.cycle, 1}) == first);
+}
+
+TEST_CASE("ranks on two hosts: the lateness each host's ranks caused, summed", "[stragglers]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 10;
+  run.straggler_rank = 3;
+  run.offset_start_per_rank_ns = 0;
+  run.offset_end_per_rank_ns = 0;
+  const std::vector<std::string> files = test::write_synthetic_run(dir.file("run.sqlite"), run);
+  {
+    TimelineModel one_host;
+    REQUIRE(one_host.load({dir.file("run.sqlite")}).ok());
+    CHECK(one_host.trace().stragglers.per_host.empty());
+  }
+  // Ranks 0 and 2 on node-a, 1 and 3 on node-b.
+  for (int r = 0; r < 4; ++r) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(files[r].c_str(), &db) == SQLITE_OK);
+    const std::string sql =
+        std::string("UPDATE ranks SET hostname = '") + (r % 2 ? "node-b" : "node-a") + "'";
+    CHECK(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  TimelineModel model;
+  REQUIRE(model.load({dir.file("run.sqlite")}).ok());
+  const StragglerReport& report = model.trace().stragglers;
+  REQUIRE(report.per_host.size() == 2);
+  CHECK(report.per_host[0].host == "node-a");
+  CHECK(report.per_host[0].ranks == std::vector<int>{0, 2});
+  CHECK(report.per_host[0].times_last == 0);
+  CHECK(report.per_host[1].host == "node-b");
+  CHECK(report.per_host[1].ranks == std::vector<int>{1, 3});
+  CHECK(report.per_host[1].times_last == 20);
+  CHECK(report.per_host[1].lateness_caused_ns == 20 * 200'000);
 }
 
 TEST_CASE("no straggler: zero lateness and nobody blamed", "[stragglers]") {

@@ -1,9 +1,11 @@
 // write_trace_stats: per rank and kind duration statistics (count, total,
 // mean, p50, p99) and the top stragglers: collectives whose ranks became
-// ready furthest apart, naming the last rank (definition in trace_tools.h).
+// ready furthest apart, naming the last rank (definition in trace_tools.h),
+// with the lateness each rank caused and, across hosts, each host.
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "ringscope/trace_tools.h"
@@ -156,6 +158,28 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
                   static_cast<long long>(b.first),
                   format_ns(static_cast<double>(b.second)).c_str());
     out << line;
+  }
+  // Across several hosts, the same per host: a slow or busy machine shows
+  // up as its ranks being last, whichever of them it was each time.
+  std::map<std::string, std::vector<int>> host_ranks;
+  for (const RankInfo& info : reader.ranks()) host_ranks[info.hostname].push_back(info.rank);
+  if (host_ranks.size() > 1) {
+    out << "\nper host: collectives where one of its ranks was last ready, and the lateness "
+           "caused\n";
+    for (const auto& [host, ranks] : host_ranks) {
+      int64_t times = 0, lateness = 0;
+      std::string list;
+      for (int rank : ranks) {
+        list += (list.empty() ? "" : ",") + std::to_string(rank);
+        if (auto it = blame.find(rank); it != blame.end())
+          times += it->second.first, lateness += it->second.second;
+      }
+      std::snprintf(line, sizeof(line), "host %-20s ranks %-12s last %8lld times, total %12s\n",
+                    host.empty() ? "(unknown)" : host.c_str(), list.c_str(),
+                    static_cast<long long>(times),
+                    format_ns(static_cast<double>(lateness)).c_str());
+      out << line;
+    }
   }
   if (ranked.empty()) out << "(no collective with known readiness on any rank)\n";
   return Status::OK();
