@@ -86,6 +86,14 @@ void collectives_table(const TimelineModel& model, ViewState& state,
   ImGui::EndTable();
 }
 
+// A bar as long as `part`'s share of `whole`, in the lateness colour.
+void share_bar(int64_t part, int64_t whole) {
+  ImGui::PushStyleColor(ImGuiCol_PlotHistogram, to_vec4(colors::kLate));
+  ImGui::ProgressBar(static_cast<float>(part) / static_cast<float>(whole),
+                     ImVec2(-1, ImGui::GetTextLineHeight()), "");
+  ImGui::PopStyleColor();
+}
+
 void rank_totals_table(const TimelineModel& model) {
   const StragglerReport& report = model.trace().stragglers;
   int64_t worst = 1;
@@ -110,10 +118,7 @@ void rank_totals_table(const TimelineModel& model) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_duration(t.lateness_caused_ns).c_str());
     ImGui::TableNextColumn();
-    const float share = static_cast<float>(t.lateness_caused_ns) / static_cast<float>(worst);
-    ImGui::PushStyleColor(ImGuiCol_PlotHistogram, to_vec4(colors::kLate));
-    ImGui::ProgressBar(share, ImVec2(-1, ImGui::GetTextLineHeight()), "");
-    ImGui::PopStyleColor();
+    share_bar(t.lateness_caused_ns, worst);
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_duration(t.waited_ns).c_str());
   }
@@ -146,10 +151,7 @@ void host_totals_table(const TimelineModel& model) {
     ImGui::Text("%s, %s", format_count(h.times_last).c_str(),
                 format_duration(h.lateness_caused_ns).c_str());
     ImGui::TableNextColumn();
-    const float share = static_cast<float>(h.lateness_caused_ns) / static_cast<float>(worst);
-    ImGui::PushStyleColor(ImGuiCol_PlotHistogram, to_vec4(colors::kLate));
-    ImGui::ProgressBar(share, ImVec2(-1, ImGui::GetTextLineHeight()), "");
-    ImGui::PopStyleColor();
+    share_bar(h.lateness_caused_ns, worst);
   }
   ImGui::EndTable();
 }
