@@ -15,5 +15,14 @@ case "$host" in
     exit 255
     ;;
 esac
-exec ip netns exec "$ns" unshare --uts env -i PATH="$PATH" HOME="${HOME:-/root}" \
+# The second host's monotonic clock (steady_clock) reads 12345 s ahead of
+# the first's, as on machines booted at different times, where the kernel
+# allows a time namespace: traces must line the ranks up by the offsets they
+# measure, not by a clock the hosts happen to share.
+clock=""
+if [ "$ns" = ringscope-h1 ] && unshare --time --monotonic 1 true 2>/dev/null; then
+  clock="--time --monotonic 12345 --boottime 12345"
+fi
+# shellcheck disable=SC2086 # $clock is a list of options
+exec ip netns exec "$ns" unshare --uts $clock env -i PATH="$PATH" HOME="${HOME:-/root}" \
   LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" sh -c "hostname $ns && $*"

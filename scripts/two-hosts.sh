@@ -3,7 +3,8 @@
 # (ringscope-h0, ringscope-h1) joined by a veth pair (10.77.0.1 and
 # 10.77.0.2), each with a host name of its own (a UTS namespace). Open MPI
 # starts its daemon on the second host through its own rsh launcher
-# (plm_rsh), with scripts/netns-agent.sh in place of ssh; the ranks talk
+# (plm_rsh), with scripts/netns-agent.sh in place of ssh (which also sets
+# the second host's monotonic clock 12345 s ahead); the ranks talk
 # over TCP between the namespaces, and Open MPI (hence the runtime) sees
 # two nodes: MPI_COMM_TYPE_SHARED splits them, no shared memory between
 # them. This is how the tests and benches exercise what a run across hosts
