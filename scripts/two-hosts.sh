@@ -57,13 +57,6 @@ else
 fi
 
 here=$(cd "$(dirname "$0")" && pwd)
-lock=${RINGSCOPE_TWO_HOSTS_LOCK:-/tmp/ringscope-two-hosts.lock}
-exec 9>"$lock"
-if ! flock -w 900 9; then
-  echo "two-hosts.sh: another run held $lock for 15 minutes" >&2
-  exit 1
-fi
-
 skip() {
   echo "two-hosts.sh: SKIP: $*" >&2
   exit 77
@@ -71,12 +64,28 @@ skip() {
 for tool in ip unshare flock mpirun; do
   command -v "$tool" >/dev/null 2>&1 || skip "'$tool' is not installed"
 done
+[ "$(id -u)" = 0 ] || skip "making network namespaces needs root"
+
+lock=${RINGSCOPE_TWO_HOSTS_LOCK:-/tmp/ringscope-two-hosts.lock}
+exec 9>>"$lock" || skip "cannot open the lock file $lock"
+if ! flock -w 900 9; then
+  echo "two-hosts.sh: another run held $lock for 15 minutes" >&2
+  exit 1
+fi
 
 hosts=(ringscope-h0 ringscope-h1)
 addrs=(10.77.0.1 10.77.0.2)
 
+# Removes the hosts: first whatever still runs in them (ip netns del leaves
+# processes running in an unnamed namespace), then the namespaces, and the
+# veth end a run killed half-way through its set-up may have left here.
 teardown() {
-  for h in "${hosts[@]}"; do ip netns del "$h" 2>/dev/null; done
+  for h in "${hosts[@]}"; do
+    pids=$(ip netns pids "$h" 2>/dev/null)
+    [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+    ip netns del "$h" 2>/dev/null
+  done
+  ip link del rs-veth0 2>/dev/null
   rm -f "${hostfile:-}"
 }
 
@@ -109,8 +118,11 @@ ip netns exec "${hosts[0]}" unshare --uts true 2>/dev/null || skip "cannot make 
 export OMPI_MCA_plm_rsh_agent="$here/netns-agent.sh"
 export OMPI_MCA_btl_tcp_if_include=10.77.0.0/24
 export OMPI_MCA_oob_tcp_if_include=10.77.0.0/24
+# The run does not inherit the lock's descriptor: a process it leaves
+# behind must not keep the next run waiting.
 in_first_host() {
-  ip netns exec "${hosts[0]}" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${hosts[0]}" "$@"
+  ip netns exec "${hosts[0]}" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${hosts[0]}" \
+    "$@" 9>&-
 }
 if [ "$shell_mode" = 1 ]; then
   in_first_host "$@"

@@ -99,6 +99,9 @@ Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode
   return Status::OK();
 }
 
+// In these exchanges every buffer an op names is declared before `ops`: on
+// a timeout the ops are destroyed (their receives cancelled) before the
+// buffers, so a late message never lands in freed memory.
 Status Transport::gather_to_root(const std::vector<uint8_t>& mine,
                                  std::vector<std::vector<uint8_t>>* all, Deadline deadline) {
   const int n = size();
@@ -125,16 +128,15 @@ Status Transport::gather_to_root(const std::vector<uint8_t>& mine,
 
 Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) {
   const int n = size();
+  uint64_t len = data->size();
   std::vector<PendingOpPtr> ops;
   if (rank() == 0) {
-    uint64_t len = data->size();
     for (int r = 1; r < n; ++r) {
       ops.push_back(isend(r, &len, sizeof(len), kTagBcastSize));
       ops.push_back(isend(r, data->data(), data->size(), kTagBcastData));
     }
     return wait_all(ops, deadline, WaitMode::kControl);
   }
-  uint64_t len = 0;
   ops.push_back(irecv(0, &len, sizeof(len), kTagBcastSize));
   Status s = wait_all(ops, deadline, WaitMode::kControl);
   if (!s.ok()) return s;
@@ -151,8 +153,8 @@ Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
   const DoublingPeers peers(size(), rank());
   const int r = rank();
   const size_t bytes = words->size() * sizeof(uint64_t);
-  std::vector<PendingOpPtr> ops;
   std::vector<uint64_t> theirs(words->size());
+  std::vector<PendingOpPtr> ops;  // after `theirs`: destroyed first (see above)
   auto combine = [&] {
     for (size_t i = 0; i < words->size(); ++i) (*words)[i] &= theirs[i];
   };

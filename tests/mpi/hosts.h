@@ -33,6 +33,10 @@ inline std::vector<std::string> host_names(MPI_Comm comm) {
   return names;
 }
 
+// A host name up to its first dot: Open MPI's processor name drops the
+// domain (orte_keep_fqdn_hostnames=0) where gethostname() may keep it.
+inline std::string short_host(const std::string& name) { return name.substr(0, name.find('.')); }
+
 inline int distinct_hosts(MPI_Comm comm) {
   const std::vector<std::string> names = host_names(comm);
   return static_cast<int>(std::set<std::string>(names.begin(), names.end()).size());

@@ -36,6 +36,8 @@ setsid mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
   -H "10.77.0.1:$n0,10.77.0.2:$n1" -x RINGSCOPE_OP_TIMEOUT_SECONDS=3 \
   "$probe" "$work" >"$work/mpirun.log" 2>&1 &
 run=$!
+# kill -0 succeeds on a zombie: mpirun is our child, so read its state.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]; }
 # Everything the run started, on either host, is in mpirun's session.
 end_run() {
   pkill -KILL -s "$run" 2>/dev/null
@@ -45,7 +47,7 @@ trap end_run EXIT
 
 deadline=$((SECONDS + 60))
 until [ -f "$work/running" ]; do
-  kill -0 "$run" 2>/dev/null || fail "mpirun exited before the ranks were running"
+  alive "$run" || fail "mpirun exited before the ranks were running"
   [ "$SECONDS" -lt "$deadline" ] || fail "rank 0 did not get through 20 allreduces in 60 s"
   sleep 0.1
 done
@@ -60,12 +62,12 @@ for r in $(seq 0 $((n - 1))); do
     sleep 0.1
   done
 done
-sleep 0.2 # the files are written in one call each; let the last one land
 bad=0
 for r in $(seq 0 $((n - 1))); do
   f="$work/rank$r.txt"
   code=$(sed -n 's/^code=//p' "$f")
   peer=$(sed -n 's/^peer=//p' "$f")
+  shutdown_s=$(sed -n 's/^shutdown_s=//p' "$f")
   message=$(sed -n 's/^message=//p' "$f")
   echo "network_cut_test: rank $r: $(tr '\n' ' ' <"$f")"
   if [ "$code" != "Timeout" ] && [ "$code" != "PeerFailure" ]; then
@@ -78,13 +80,22 @@ for r in $(seq 0 $((n - 1))); do
       bad=1
       ;;
   esac
+  if [ "$peer" = "$r" ]; then
+    echo "network_cut_test: rank $r: the error names the rank itself as the peer" >&2
+    bad=1
+  fi
   case "$message" in
-    *"rank $peer"*) ;;
+    *"no progress for 3.00 s"*"rank $peer"*) ;;
     *)
-      echo "network_cut_test: rank $r: the message does not name rank $peer" >&2
+      echo "network_cut_test: rank $r: the message is not the 3 s op timeout naming rank $peer" >&2
       bad=1
       ;;
   esac
+  # A hang guard, not a speed test: shutdown must come back.
+  if ! awk -v s="$shutdown_s" 'BEGIN { exit !(s != "" && s < 30) }'; then
+    echo "network_cut_test: rank $r: shutdown took '$shutdown_s' s" >&2
+    bad=1
+  fi
 done
 [ "$bad" = 0 ] || fail "some rank's error was not the timeout naming its peer"
 echo "network_cut_test: PASS ($n ranks reported within $((SECONDS - cut)) s of the cut)"
