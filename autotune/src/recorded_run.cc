@@ -207,6 +207,7 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
     out->notes.push_back("meta cache_capacity is not a number; assumed 1024");
   }
   out->mpi_allreduce = reader.meta_value("cpu_allreduce") == "mpi";
+  out->negotiation_messages = reader.meta_value("negotiation") == "messages";
 
   std::map<int64_t, CalibrationSamples::Negotiation> negotiation;
   for (const RankInfo& info : reader.ranks()) {

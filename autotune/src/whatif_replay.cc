@@ -2,8 +2,9 @@
 // and wait_for_next_cycle (runtime/src/runtime.cc) cycle by cycle:
 //   1. each rank starts its cycle at its deadline (last agreement + cycle
 //      time; at least 1 ms when idle), or, if idle, when work arrives
-//      (doorbell: the others follow within the poll latency); the control
-//      allreduce completes when the last rank has joined;
+//      (doorbell: the others follow within the poll latency, and over
+//      messages kDoorbellDelay later); the control allreduce completes when
+//      the last rank has joined;
 //   2. each rank drains what it submitted before its own start, except that
 //      a name still pending on the rank waits (with what follows it) until
 //      its earlier op completes: the runtime rejects a duplicate in flight;
@@ -198,6 +199,9 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   // The runtime's loop constants (cycle_timing.h); a doorbell is noticed
   // after half the poll period on average.
   const int64_t burst_quiet_ns = to_ns(kBurstQuiet);
+  // Over messages the ringer rings only if a peer has not joined this long
+  // after its start; in shared memory at once (Runtime::agree).
+  const int64_t doorbell_delay_ns = run.negotiation_messages ? to_ns(kDoorbellDelay) : 0;
   auto doorbell_latency_ns = [](bool idle, int64_t since_agreed_ns) {
     return to_ns(doorbell_poll(idle, std::chrono::nanoseconds(since_agreed_ns))) / 2;
   };
@@ -245,7 +249,8 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     for (int i = 0; i < n; ++i) {
       int64_t s = std::min(deadline[i], wake[i]);
       if (ringer >= 0 && i != ringer)
-        s = std::min(s, bell + doorbell_latency_ns(ranks[i].pending.empty(), bell - last_agreed));
+        s = std::min(s, bell + doorbell_delay_ns +
+                            doorbell_latency_ns(ranks[i].pending.empty(), bell - last_agreed));
       ranks[i].start = std::max(t_end, s);
       t_cycle = std::max(t_cycle, ranks[i].start);
       if (wake[i] != kNever && s == wake[i]) ranks[i].note_burst(quiet_burst[i]);

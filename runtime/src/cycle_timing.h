@@ -13,6 +13,13 @@ inline constexpr std::chrono::steady_clock::duration kIdlePeriod = std::chrono::
 // paused this long, so a burst (a whole step's gradients) fuses into one
 // cycle while a lone tensor is not held for a full cycle time.
 inline constexpr std::chrono::steady_clock::duration kBurstQuiet = std::chrono::microseconds(15);
+// A rank that starts a cycle on new work and negotiates over messages
+// (across hosts) rings its doorbell at the peers only if one of them has not
+// joined the cycle's agreement this long after (Runtime::agree): long
+// enough for peers that got their work at the same time (a training step)
+// to arrive, an agreement across two hosts over TCP taking 10-15 us, and
+// short next to the doorbell poll below.
+inline constexpr std::chrono::steady_clock::duration kDoorbellDelay = std::chrono::microseconds(50);
 // How often a rank sleeping out its cycle time checks for a doorbell.
 inline constexpr std::chrono::steady_clock::duration kDoorbellPoll = std::chrono::microseconds(200);
 // A rank whose tensors are still waiting for a peer checks more often just

@@ -403,11 +403,6 @@ Status Runtime::run_cycle(bool* stop) {
   return Status::OK();
 }
 
-Status Runtime::agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
-  if (shared_control_) return shared_control_->allreduce_and(words, deadline, mode);
-  return transport_->allreduce_and(words, deadline, mode);
-}
-
 double Runtime::cycle_wait_seconds(uint64_t flags) const {
   return (flags & kFlagShutdown) || shutdown_requested_.load() ? shutdown_wait_seconds()
                                                                : options_.op_timeout_seconds;

@@ -106,6 +106,9 @@ class Runtime {
     // times it was allocated. It only grows, so it is allocated once per
     // new largest fused group and reused by every later group.
     uint64_t fusion_buffer_bytes = 0, fusion_buffer_allocations = 0;
+    // Cycles in which this rank rang its doorbell (a peer had not joined
+    // kDoorbellDelay after this rank started a cycle on new work).
+    uint64_t doorbells_rung = 0;
   };
   Counters counters() const;
 
@@ -204,10 +207,17 @@ class Runtime {
   const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
   // Doorbells: a rank that gets new work while idle starts a cycle at once
-  // and rings every peer, so peers sleeping out their cycle time join.
-  std::vector<uint8_t> doorbell_in_;
+  // (doorbell_owed_) and, if some peer has not joined its agreement
+  // kDoorbellDelay later, rings every peer, so peers sleeping out their
+  // cycle time join (docs/design.md, "When cycles start").
+  bool doorbell_owed_ = false;
+  std::vector<int64_t> doorbell_in_;  // the cycle each peer's last ring was for
   std::vector<PendingOpPtr> doorbell_recvs_;
-  std::vector<PendingOpPtr> doorbell_sends_;
+  struct DoorbellRing {
+    std::unique_ptr<int64_t> cycle;  // declared first: outlives the sends of it
+    std::vector<PendingOpPtr> sends;
+  };
+  std::vector<DoorbellRing> doorbell_rings_;
   std::unordered_map<std::string, int32_t> name_ids_;
   Recorder* name_ids_owner_ = nullptr;
 

@@ -49,6 +49,7 @@ Status Runtime::start_trace(const std::string& base_path) {
                      {"cache_capacity", std::to_string(options_.cache_capacity)},
                      {"cpu_allreduce", cpu_allreduce_name(options_.cpu_allreduce)},
                      {"data_threads", std::to_string(executor_.data_threads())},
+                     {"negotiation", shared_control_ ? "shared-memory" : "messages"},
                      {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
                      {"cycle_time_ms", std::to_string(s.cycle_time_ms)}});
   // A rank that could not open its file (a directory it may not write, a

@@ -34,14 +34,15 @@ Status timeout_status(int self, const PendingOp& op, const Deadline& deadline) {
                 self, op.peer);
 }
 
-Backoff::Backoff(WaitMode mode)
+Backoff::Backoff(WaitMode mode, LateHook* late)
     : spin_(mode == WaitMode::kControl    ? std::chrono::microseconds(20)
             : mode == WaitMode::kYielding ? std::chrono::microseconds(0)
                                           : std::chrono::microseconds(50)),
       yield_(mode == WaitMode::kData || mode == WaitMode::kYielding
                  ? std::chrono::microseconds(5000)
              : mode == WaitMode::kAgreement ? std::chrono::microseconds(1000)
-                                            : spin_) {}
+                                            : spin_),
+      late_(late && !late->done ? late : nullptr) {}
 
 void Backoff::pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -50,8 +51,19 @@ void Backoff::pause() {
   // when the awaited store lands.
   __builtin_ia32_pause();
 #endif
-  if ((++polls_ & 15) != 0) return;  // read the clock every 16 polls
-  const auto waited = SteadyClock::now() - start_;
+  // Back off by the clock every 16 polls; while a late hook is due, check
+  // it at every poll (a yielding poll may give the core away for a whole
+  // time slice, and 16 of them would run it that much later).
+  const bool decide = (++polls_ & 15) == 0;
+  if (!decide && !late_) return;
+  const auto now = SteadyClock::now();
+  if (late_ && now >= late_->at) {
+    late_->done = true;
+    late_->fn();
+    late_ = nullptr;
+  }
+  if (!decide) return;
+  const auto waited = now - start_;
   if (waited < spin_) return;
   if (waited < yield_) {
     sched_yield();
@@ -70,8 +82,8 @@ Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode) {
   }
 }
 
-Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode) {
-  Backoff backoff(mode);
+Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode, LateHook* late) {
+  Backoff backoff(mode, late);
   size_t remaining = ops.size();
   std::vector<char> done(ops.size(), 0);
   while (remaining > 0) {
@@ -149,7 +161,8 @@ Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadl
 // folded ranks answered last. Over TCP between two hosts one exchange cost
 // 9-10 us where MPI_Iallreduce took 20-22 us (docs/design.md, "Shared-memory
 // negotiation").
-Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
+Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode,
+                                LateHook* late) {
   const DoublingPeers peers(size(), rank());
   const int r = rank();
   const size_t bytes = words->size() * sizeof(uint64_t);
@@ -162,23 +175,23 @@ Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
     theirs = *words;         // the receive overwrites *words
     ops.push_back(isend(r + 1, theirs.data(), bytes, kTagAndReduce));
     ops.push_back(irecv(r + 1, words->data(), bytes, kTagAndResult));
-    return wait_all(ops, deadline, mode);
+    return wait_all(ops, deadline, mode, late);
   }
   if (peers.takes_fold()) {
     ops.push_back(irecv(r - 1, theirs.data(), bytes, kTagAndReduce));
-    if (Status s = wait_all(ops, deadline, mode); !s.ok()) return s;
+    if (Status s = wait_all(ops, deadline, mode, late); !s.ok()) return s;
     combine();
   }
   for (int mask = 1; mask < peers.p; mask *= 2) {
     const int partner = peers.partner(mask);
     ops.push_back(irecv(partner, theirs.data(), bytes, kTagAndExchange));
     ops.push_back(isend(partner, words->data(), bytes, kTagAndExchange));
-    if (Status s = wait_all(ops, deadline, mode); !s.ok()) return s;
+    if (Status s = wait_all(ops, deadline, mode, late); !s.ok()) return s;
     combine();
   }
   if (peers.takes_fold()) {
     ops.push_back(isend(r - 1, words->data(), bytes, kTagAndResult));
-    return wait_all(ops, deadline, mode);
+    return wait_all(ops, deadline, mode, late);
   }
   return Status::OK();
 }

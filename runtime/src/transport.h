@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -76,15 +77,25 @@ enum class WaitMode { kData, kControl, kAgreement, kYielding };
 // would add scheduler latency to every ring step), then yield
 // (oversubscribed ranks share cores), then nap (long waits, e.g. a rank that
 // is computing, cost no CPU). Call pause() after each unsuccessful poll.
+// Something a wait does once if it is still waiting at `at`: the runtime
+// rings its doorbell at peers that have not joined a cycle by then (see
+// Runtime::agree). Shared by the waits of one exchange; `done` says it ran.
+struct LateHook {
+  SteadyClock::time_point at;
+  std::function<void()> fn;
+  bool done = false;
+};
+
 class Backoff {
  public:
-  explicit Backoff(WaitMode mode);
+  explicit Backoff(WaitMode mode, LateHook* late = nullptr);
   void pause();
 
  private:
   const SteadyClock::duration spin_, yield_;
   SteadyClock::time_point start_ = SteadyClock::now();
   uint64_t polls_ = 0;
+  LateHook* late_;
 };
 
 // One posted send or receive.
@@ -131,8 +142,10 @@ class Transport {
   // Rank 0's bytes replace *data on every rank.
   virtual Status broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline);
   // Bitwise AND of every rank's words, result on every rank (the same
-  // number of words on each).
-  virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
+  // number of words on each). `late`, if given, runs once if the exchange
+  // is still waiting at its time.
+  virtual Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode,
+                               LateHook* late = nullptr);
 
   // The transport's own allreduce (MPI_Allreduce), for comparison. Returns
   // kUnimplemented where has_native_allreduce() is false.
@@ -156,7 +169,8 @@ class Transport {
 
 // Waits for one / all ops until done, failed, or the deadline passes.
 Status wait_op(PendingOp& op, Deadline deadline, WaitMode mode = WaitMode::kData);
-Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode = WaitMode::kData);
+Status wait_all(std::vector<PendingOpPtr>& ops, Deadline deadline, WaitMode mode = WaitMode::kData,
+                LateHook* late = nullptr);
 
 // The error for an op that ran out of time, naming the peer.
 Status timeout_status(int self, const PendingOp& op, const Deadline& deadline);

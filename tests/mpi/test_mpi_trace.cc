@@ -150,6 +150,9 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     TraceReader all;
     REQUIRE(all.open({base}).ok());
     REQUIRE(all.world_size() == n);
+    // How the ranks negotiated: in shared memory on one node, else over
+    // messages (the doorbell timing the what-if replay models follows it).
+    CHECK(all.meta_value("negotiation") == (one_node && n >= 2 ? "shared-memory" : "messages"));
     for (int r = 0; r < n; ++r) {  // each rank's own host, as MPI names it
       REQUIRE(all.rank_info(r) != nullptr);
       CHECK(testing::short_host(all.rank_info(r)->hostname) == testing::short_host(hosts[r]));

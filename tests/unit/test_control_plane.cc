@@ -5,6 +5,7 @@
 // a dead rank turning into a timeout.
 #include <catch2/catch.hpp>
 #include <random>
+#include <thread>
 
 #include "local_world.h"
 
@@ -76,6 +77,36 @@ TEST_CASE("allreduce_and: a rank that never joins is a timeout naming a rank, no
       CHECK(status[r].rank() == r);
       CHECK(status[r].peer() >= 0);
       CHECK(status[r].message().find("rank") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("allreduce_and: the late hook runs once when a peer is late, not when none is",
+          "[control]") {
+  for (const bool late_peer : {true, false}) {
+    std::vector<int> fired(3, 0);
+    std::vector<Status> status(3);
+    run_ranks(3, [&](int r, Transport& t) {
+      if (late_peer && r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // Due 5 ms after the start on the ranks that wait for a late peer (it
+      // comes 50 ms late); 10 s after it everywhere else, which no exchange
+      // here lasts.
+      const bool waits = late_peer && r != 2;
+      const auto due = std::chrono::steady_clock::now() +
+                       (waits ? std::chrono::milliseconds(5) : std::chrono::seconds(10));
+      LateHook hook{due, [&fired, r] { ++fired[r]; }};
+      std::vector<uint64_t> w(2, ~uint64_t{0});
+      status[r] = t.allreduce_and(&w, Deadline::after(10), WaitMode::kControl, &hook);
+      if (hook.done != (fired[r] == 1)) status[r] = Status(StatusCode::kInternal, "done flag");
+    });
+    INFO((late_peer ? "rank 2 late" : "no late rank"));
+    for (int r = 0; r < 3; ++r) CHECK(status[r].ok());
+    if (late_peer) {
+      CHECK(fired[0] == 1);  // waited for rank 2 past the hook's time, once
+      CHECK(fired[1] == 1);
+      CHECK(fired[2] == 0);
+    } else {
+      CHECK(fired == std::vector<int>{0, 0, 0});
     }
   }
 }

@@ -160,3 +160,38 @@ TEST_CASE("the host fusion buffer is allocated per new largest group, then reuse
     CHECK(after_shrink[r].fusion_buffer_bytes == after_switch[r].fusion_buffer_bytes);
   }
 }
+
+TEST_CASE("a rank sleeping out a long cycle time joins when a late peer's doorbell rings",
+          "[runtime][cycle]") {
+  // Rank 0 submits 'x' at once and then, its work outstanding, sleeps out a
+  // 2 s cycle time. Rank 1 submits 'x' 100 ms later: idle, it starts a cycle
+  // at once, and as rank 0 has not joined it 50 us later (kDoorbellDelay) it
+  // rings its doorbell; rank 0 joins at its next poll. Without the doorbell
+  // 'x' would wait for rank 0's cycle time, nearly 2 s.
+  for (const bool shared : {true, false}) {
+    Options o = quiet_options(2000.0);
+    o.shared_memory = shared;  // negotiation in shared memory, or messages
+    ThreadChecks checks;
+    double rank1_seconds = 0;
+    uint64_t rang = 0;
+    run_runtimes(2, o, [&](int r, Runtime& rt) {
+      std::vector<float> buf(16, 1.0f);
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const uint64_t before = rt.counters().doorbells_rung;
+      const auto t0 = std::chrono::steady_clock::now();
+      Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));
+      checks.expect(s.ok(), s.to_string());
+      checks.expect(buf[0] == 2.0f, "the sum of two ones");
+      if (r == 1) {
+        rank1_seconds = seconds_since(t0);
+        rang = rt.counters().doorbells_rung - before;
+      }
+    });
+    INFO(checks.summary());
+    REQUIRE(checks.ok());
+    INFO((shared ? "shared-memory" : "message")
+         << " negotiation: rank 1 waited " << rank1_seconds << " s, rang " << rang << " time(s)");
+    CHECK(rang >= 1);
+    CHECK(rank1_seconds < 1.0);  // not rank 0's 2 s cycle time
+  }
+}

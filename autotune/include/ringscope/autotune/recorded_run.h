@@ -76,6 +76,10 @@ struct RecordedRun {
   int64_t cache_capacity = 1024;  // meta cache_capacity (runtime default if absent)
   bool mpi_allreduce = false;     // meta cpu_allreduce == "mpi"
   bool ring_only = false;         // meta cpu_allreduce == "ring"
+  // Negotiation over messages (meta negotiation == "messages": ranks on
+  // several hosts, or shared memory off), where a rank rings its doorbell
+  // only kDoorbellDelay after starting a cycle; in shared memory at once.
+  bool negotiation_messages = false;
   std::vector<RecordedRank> ranks;
   CalibrationSamples samples;
   TraceScore score;  // the recorded score
