@@ -25,7 +25,8 @@ inline constexpr std::chrono::steady_clock::duration kDoorbellPoll = std::chrono
 // A rank whose tensors are still waiting for a peer checks more often just
 // after an agreement: the peer is usually finishing the same burst (a step
 // split over two cycles because one rank's submissions paused), and its
-// doorbell is then due within a few tens of microseconds.
+// doorbell is then due within a few tens of microseconds (over messages,
+// kDoorbellDelay and the network later).
 inline constexpr std::chrono::steady_clock::duration kDoorbellPollPending =
     std::chrono::microseconds(20);
 inline constexpr std::chrono::steady_clock::duration kPendingPollWindow =

@@ -216,6 +216,15 @@ class Runtime {
   struct DoorbellRing {
     std::unique_ptr<int64_t> cycle;  // declared first: outlives the sends of it
     std::vector<PendingOpPtr> sends;
+    DoorbellRing() = default;
+    DoorbellRing(DoorbellRing&&) = default;
+    DoorbellRing& operator=(DoorbellRing&&) = default;
+    // Sends still here were not seen to finish (the runtime is going away):
+    // a cancelled send may still be read, so its 8 bytes are left to the
+    // process, as a timed-out collective's buffers are.
+    ~DoorbellRing() {
+      if (!sends.empty()) (void)cycle.release();
+    }
   };
   std::vector<DoorbellRing> doorbell_rings_;
   std::unordered_map<std::string, int32_t> name_ids_;

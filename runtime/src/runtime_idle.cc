@@ -56,8 +56,10 @@ bool Runtime::doorbell_rang() {
   bool rang = false;
   for (int peer = 0; peer < n; ++peer) {
     if (!doorbell_recvs_[peer]) continue;
+    // Every ring that has arrived: a stale one may be queued ahead of a
+    // current one.
     Status s;
-    if (doorbell_recvs_[peer]->test(&s)) {
+    while (doorbell_recvs_[peer]->test(&s)) {
       if (doorbell_in_[peer] > cycle_ || shared_control_) rang = true;
       // Re-arm for the next ring.
       doorbell_recvs_[peer] =
@@ -71,6 +73,7 @@ bool Runtime::doorbell_rang() {
                                            Status s;
                                            if (op && !op->test(&s)) return false;
                                          }
+                                         ring.sends.clear();  // done: free its buffer
                                          return true;
                                        }),
                         doorbell_rings_.end());

@@ -27,12 +27,11 @@ inline void publish_counter(uint64_t* counter, uint64_t value) {
 // Waits until *counter_of(peer) >= target for every peer other than `self`
 // (acquire order), polling with `mode`'s backoff. A peer that has not
 // arrived by the deadline is a kTimeout naming it: "rank P did not reach
-// <what> <target> within ...". `late` as in Backoff.
+// <what> <target> within ...".
 template <typename CounterOf>
 Status wait_for_peer_counters(int self, int size, uint64_t target, CounterOf&& counter_of,
-                              Deadline deadline, WaitMode mode, const char* what,
-                              LateHook* late = nullptr) {
-  Backoff backoff(mode, late);
+                              Deadline deadline, WaitMode mode, const char* what) {
+  Backoff backoff(mode);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == self) continue;
     std::atomic_ref<uint64_t> published(*counter_of(peer));

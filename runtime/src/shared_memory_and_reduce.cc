@@ -48,7 +48,7 @@ uint64_t* SharedMemoryAndReduce::buffer(int rank, uint64_t cycle) {
 }
 
 Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
-                                            WaitMode mode, LateHook* late) {
+                                            WaitMode mode) {
   if (words->size() != words_)
     return Status(StatusCode::kInternal,
                   "shared-memory negotiation of " + std::to_string(words->size()) +
@@ -59,7 +59,7 @@ Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadli
   publish_counter(cycle_word(rank_), cycle);
   Status s = wait_for_peer_counters(
       rank_, size_, cycle, [this](int peer) { return cycle_word(peer); }, deadline, mode,
-      "negotiation cycle", late);
+      "negotiation cycle");
   if (!s.ok()) return s;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;

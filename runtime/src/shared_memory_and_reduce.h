@@ -35,9 +35,8 @@ class SharedMemoryAndReduce {
 
   // Bitwise AND of every rank's words (exactly `words` of them), result on
   // every rank. A peer that does not arrive by the deadline fails it with
-  // kTimeout naming that peer. `late` as in Transport::allreduce_and.
-  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode,
-                       LateHook* late = nullptr);
+  // kTimeout naming that peer.
+  Status allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
 
   // Collective: frees the shared memory once every rank has called it.
   Status free(Deadline deadline);

@@ -52,8 +52,7 @@ void Backoff::pause() {
   __builtin_ia32_pause();
 #endif
   // Back off by the clock every 16 polls; while a late hook is due, check
-  // it at every poll (a yielding poll may give the core away for a whole
-  // time slice, and 16 of them would run it that much later).
+  // it at every poll, so it runs on time even while the polls are fast.
   const bool decide = (++polls_ & 15) == 0;
   if (!decide && !late_) return;
   const auto now = SteadyClock::now();

@@ -72,11 +72,6 @@ enum Tag : int {
 // peer that may need this very core: it yields at once.
 enum class WaitMode { kData, kControl, kAgreement, kYielding };
 
-// Backoff for polling, by elapsed time since it was made: busy-poll first (a
-// transfer of up to a few MiB completes within this window, and sleeping
-// would add scheduler latency to every ring step), then yield
-// (oversubscribed ranks share cores), then nap (long waits, e.g. a rank that
-// is computing, cost no CPU). Call pause() after each unsuccessful poll.
 // Something a wait does once if it is still waiting at `at`: the runtime
 // rings its doorbell at peers that have not joined a cycle by then (see
 // Runtime::agree). Shared by the waits of one exchange; `done` says it ran.
@@ -86,6 +81,11 @@ struct LateHook {
   bool done = false;
 };
 
+// Backoff for polling, by elapsed time since it was made: busy-poll first (a
+// transfer of up to a few MiB completes within this window, and sleeping
+// would add scheduler latency to every ring step), then yield
+// (oversubscribed ranks share cores), then nap (long waits, e.g. a rank that
+// is computing, cost no CPU). Call pause() after each unsuccessful poll.
 class Backoff {
  public:
   explicit Backoff(WaitMode mode, LateHook* late = nullptr);

@@ -110,3 +110,21 @@ TEST_CASE("allreduce_and: the late hook runs once when a peer is late, not when 
     }
   }
 }
+
+TEST_CASE("allreduce_and: a late hook that ran is not run again by a later round", "[control]") {
+  // n=4: rank 0 waits for rank 1 (30 ms late) in the first round and for
+  // rank 2 (60 ms late) in the second; its hook, due after 5 ms, runs once.
+  std::vector<int> fired(4, 0);
+  std::vector<Status> status(4);
+  run_ranks(4, [&](int r, Transport& t) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    LateHook hook{std::chrono::steady_clock::now() + std::chrono::milliseconds(5),
+                  [&fired, r] { ++fired[r]; }};
+    std::vector<uint64_t> w(1, ~uint64_t{0});
+    status[r] =
+        t.allreduce_and(&w, Deadline::after(10), WaitMode::kControl, r == 0 ? &hook : nullptr);
+  });
+  for (int r = 0; r < 4; ++r) CHECK(status[r].ok());
+  CHECK(fired[0] == 1);
+}

@@ -175,6 +175,7 @@ TEST_CASE("a rank sleeping out a long cycle time joins when a late peer's doorbe
     double rank1_seconds = 0;
     uint64_t rang = 0;
     run_runtimes(2, o, [&](int r, Runtime& rt) {
+      checks.expect(rt.negotiates_in_shared_memory() == shared, "the negotiation path asked for");
       std::vector<float> buf(16, 1.0f);
       if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const uint64_t before = rt.counters().doorbells_rung;
