@@ -60,10 +60,13 @@ bool Runtime::doorbell_rang() {
     // current one.
     Status s;
     while (doorbell_recvs_[peer]->test(&s)) {
-      if (doorbell_in_[peer] > cycle_ || shared_control_) rang = true;
+      // A failed receive (a dead peer) counts as a ring, as before: the
+      // cycle's agreement then reports the peer.
+      if (!s.ok() || doorbell_in_[peer] > cycle_ || shared_control_) rang = true;
       // Re-arm for the next ring.
       doorbell_recvs_[peer] =
           transport_->irecv(peer, &doorbell_in_[peer], sizeof(int64_t), kTagDoorbell);
+      if (!s.ok()) break;  // a receive that fails at once must not spin here
     }
   }
   // Forget rings whose sends have all finished.
