@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "shared_counters.h"
@@ -21,6 +22,24 @@ Status mpi_error(int code, const char* what, int rank, int peer = -1) {
   MPI_Error_string(code, text, &len);
   return Status(StatusCode::kPeerFailure, std::string(what) + ": " + std::string(text, len), rank,
                 peer);
+}
+
+// The cores the ranks of `local` (one node) may run on together: the union
+// of their affinity masks, which mpirun's binding, taskset or a container's
+// cpuset narrow. 0 if some rank cannot read its mask.
+int node_cores(MPI_Comm local) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const bool known = sched_getaffinity(0, sizeof(mine), &mine) == 0;
+  constexpr int kWords = sizeof(cpu_set_t) / sizeof(uint64_t);
+  uint64_t words[kWords + 1] = {};
+  std::memcpy(words, &mine, sizeof(mine));
+  words[kWords] = known ? 0 : 1;  // any rank that could not read its mask
+  MPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_UINT64_T, MPI_BOR, local);
+  if (words[kWords] != 0) return 0;
+  int cores = 0;
+  for (int i = 0; i < kWords; ++i) cores += __builtin_popcountll(words[i]);
+  return cores;
 }
 
 class MpiOp : public PendingOp {
@@ -189,6 +208,7 @@ Status MpiTransport::create_one(MPI_Comm comm, bool with_cross, Deadline deadlin
     MPI_Comm_split_type(t->comm_, MPI_COMM_TYPE_SHARED, t->topo_.rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &t->topo_.local_rank);
     MPI_Comm_size(local, &t->topo_.local_size);
+    t->topo_.local_cores = node_cores(local);
     MPI_Comm_split(t->comm_, t->topo_.local_rank, t->topo_.rank, &cross);
     MPI_Comm_rank(cross, &t->topo_.cross_rank);
     MPI_Comm_size(cross, &t->topo_.cross_size);

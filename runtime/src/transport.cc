@@ -13,7 +13,10 @@
 namespace ringscope {
 
 bool oversubscribed(const Topology& topology) {
-  return topology.local_size > static_cast<int>(std::thread::hardware_concurrency());
+  const int cores = topology.local_cores > 0
+                        ? topology.local_cores
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  return topology.local_size > cores;
 }
 
 Deadline Deadline::after(double seconds) {

@@ -22,10 +22,16 @@ struct Topology {
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
+  // The cores this node's ranks may run on, together (the union of their
+  // CPU affinity masks); 0 where unknown (ranks as threads).
+  int local_cores = 0;
 };
 
-// More ranks on this node than cores: a waiting rank may hold the core the
-// rank it waits for needs, so waits yield instead of busy-polling.
+// More ranks on this node than the cores they may run on (local_cores, else
+// every core of the machine): a waiting rank may hold the core the rank it
+// waits for needs, so waits yield instead of busy-polling. A container
+// limited to some cores (docker --cpuset-cpus, a batch system's cpuset) or
+// ranks started under taskset see only those.
 bool oversubscribed(const Topology& topology);
 
 // An absolute point in time after which a wait gives up.
