@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 extern char** environ;
 
@@ -18,16 +21,59 @@ namespace ringscope {
 namespace {
 
 volatile sig_atomic_t g_child_pid = 0;
+volatile sig_atomic_t g_stop_requested = 0;
 
 // Forwards signals sent by a process (kill, timeout, a scheduler); signals the
 // kernel raised for the terminal (Ctrl+C) went to the whole foreground
 // process group, mpirun included, and a second copy would make mpirun abort
-// without cleaning up.
+// without cleaning up. Either way the run has been asked to stop.
 void forward_signal(int signo, siginfo_t* info, void*) {
   pid_t child = g_child_pid;
   if (child <= 0) return;
+  g_stop_requested = 1;
   bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
   if (!from_terminal) kill(child, signo);
+}
+
+// How long mpirun may take to stop after the signal before it is killed:
+// RINGSCOPE_RUN_KILL_AFTER_SECONDS, default 30.
+double kill_after_seconds() {
+  const char* v = std::getenv("RINGSCOPE_RUN_KILL_AFTER_SECONDS");
+  if (v == nullptr || *v == 0) return 30.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return end != v && *end == 0 && s >= 0 ? s : 30.0;
+}
+
+// Waits for `pid`. Once a stop was requested, mpirun gets kill_after_seconds()
+// to end the job; one that is still running then (its daemon on a host it can
+// no longer reach waits forever, and it ignores the signal) is killed.
+pid_t wait_for_child(pid_t pid, int* status) {
+  pid_t done;
+  do {
+    done = waitpid(pid, status, 0);
+  } while (done < 0 && errno == EINTR && !g_stop_requested);
+  if (done >= 0 || errno != EINTR) return done;
+  const double limit = kill_after_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    done = waitpid(pid, status, WNOHANG);
+    if (done != 0) {
+      if (done < 0 && errno == EINTR) continue;
+      return done;
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= limit)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::cerr << "ringscope run: mpirun did not stop within " << limit
+            << " s of the signal (a host may be unreachable); killing it "
+               "(RINGSCOPE_RUN_KILL_AFTER_SECONDS sets the wait)\n";
+  kill(pid, SIGKILL);
+  do {
+    done = waitpid(pid, status, 0);
+  } while (done < 0 && errno == EINTR);
+  return done;
 }
 
 bool is_executable_file(const std::string& path) {
@@ -99,19 +145,19 @@ int run_and_wait(const std::string& executable, const std::vector<std::string>& 
   struct sigaction action, old_int, old_term;
   std::memset(&action, 0, sizeof(action));
   action.sa_sigaction = forward_signal;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  // No SA_RESTART: the signal must interrupt waitpid, so the wait can give
+  // mpirun a deadline (wait_for_child).
+  action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   sigprocmask(SIG_SETMASK, &previous, nullptr);
 
   int status = 0;
-  pid_t done;
-  do {
-    done = waitpid(pid, &status, 0);
-  } while (done < 0 && errno == EINTR);
+  const pid_t done = wait_for_child(pid, &status);
 
   g_child_pid = 0;
+  g_stop_requested = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (done < 0) {

@@ -22,8 +22,10 @@ std::map<std::string, std::string> current_environment();
 // environment and waits for it. While it runs, a SIGINT or SIGTERM sent to
 // this process with kill() is forwarded to the child; one typed at the
 // terminal already reached the child through the process group and is not
-// sent twice. Returns the child's exit code, 128 + signal if it was killed,
-// or 127 (with a message on stderr) if it could not be started.
+// sent twice. A child still running RINGSCOPE_RUN_KILL_AFTER_SECONDS (default
+// 30) after such a signal is killed (SIGKILL), saying so on stderr. Returns
+// the child's exit code, 128 + signal if it was killed, or 127 (with a
+// message on stderr) if it could not be started.
 int run_and_wait(const std::string& executable, const std::vector<std::string>& argv);
 
 }  // namespace ringscope

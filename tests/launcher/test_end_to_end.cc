@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -64,6 +65,33 @@ TEST_CASE("e2e: the launcher returns mpirun's exit code", "[e2e][mpirun]") {
   ProgramResult r = run_program({RINGSCOPE_RUN_BIN, "-np", "2", LAUNCHER_ENV_PROBE_BIN, "exit=3"});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 3);
+}
+
+TEST_CASE("e2e: an mpirun that ignores SIGTERM is killed after the wait it is given", "[e2e]") {
+  // Open MPI's mpirun ignores the signal while a daemon on a host it can no
+  // longer reach is waited for (tests/mpi/network_cut_test.sh); this one
+  // ignores it always. The launcher kills it RINGSCOPE_RUN_KILL_AFTER_SECONDS
+  // after forwarding the signal, and says so.
+  ringscope::test::TempDir dir;
+  const std::string fake = dir.file("mpirun");
+  ringscope::test::write_file(fake,
+                              "#!/bin/sh\n"
+                              "trap 'echo fake mpirun ignores TERM >&2' TERM\n"
+                              "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n");
+  REQUIRE(chmod(fake.c_str(), 0755) == 0);
+  ringscope::test::RunningProgram job(
+      {RINGSCOPE_RUN_BIN, "-np", "2", "--", "true"},
+      {{"PATH", dir.path() + ":/usr/bin:/bin"}, {"RINGSCOPE_RUN_KILL_AFTER_SECONDS", "1"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(kill(job.pid(), SIGTERM) == 0);
+  ProgramResult r = job.wait();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err << "\nafter " << seconds << " s");
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK(contains(r.err, "mpirun did not stop within 1 s of the signal"));
+  CHECK(seconds < 30.0);  // a hang guard: the fake mpirun would run 60 s
 }
 
 TEST_CASE("e2e: SIGTERM to the launcher stops the job", "[e2e][mpirun]") {
