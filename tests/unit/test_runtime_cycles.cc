@@ -126,8 +126,12 @@ TEST_CASE("the host fusion buffer is allocated per new largest group, then reuse
         s.fusion_threshold_bytes = bytes;
         rt.propose_settings(s);
       }
-      // The switch is agreed in some cycle of the next steps.
-      for (int i = 0; i < 50 && rt.settings().fusion_threshold_bytes != bytes; ++i) step(-1);
+      // The switch is agreed in a cycle of the next steps. Every rank runs
+      // the same number of them: the tensor names repeat, so a rank that
+      // stopped a step early (its settings already switched, in an idle
+      // cycle, before its peer looked) would leave its peer's last step
+      // unmatched until the op timeout. Each step runs at least one cycle.
+      for (int i = 0; i < 5; ++i) step(-1);
       checks.expect(rt.settings().fusion_threshold_bytes == bytes, "threshold switched");
     };
     for (int i = 0; i < kSteps; ++i) step(i);
