@@ -2,8 +2,6 @@
 // injected at a time (missing collective, wrong ring step count, negative
 // span, orphan ring step, kind mismatch, missing rank, dropped events), via
 // the API and through the CLI's exit code.
-#include <sqlite3.h>
-
 #include <catch2/catch.hpp>
 #include <cstdio>
 
@@ -180,12 +178,7 @@ TEST_CASE("stats adds up the lateness per host when the ranks span several", "[t
   CHECK(output.find("per host:") == std::string::npos);  // one host: no per-host lines
   // Ranks 0-1 on node-a, 2-3 on node-b.
   for (int r = 0; r < 4; ++r) {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(files[r].c_str(), &db) == SQLITE_OK);
-    const std::string sql =
-        std::string("UPDATE ranks SET hostname = '") + (r < 2 ? "node-a" : "node-b") + "'";
-    CHECK(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
+    test::set_trace_hostname(files[r], r < 2 ? "node-a" : "node-b");
   }
   REQUIRE(test::run_cli("stats " + dir.file("h.sqlite"), &output) == 0);
   INFO(output);

@@ -3,6 +3,7 @@
 // copies, callbacks, settings, step marks) at deterministic local times.
 #include "trace_test_util.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -16,6 +17,17 @@
 namespace ringscope::test {
 
 int64_t synthetic_cycle_start_ns(int cycle) { return 1'000'000 + int64_t{cycle} * 5'000'000; }
+
+void set_trace_hostname(const std::string& per_rank_file, const std::string& host) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(per_rank_file.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "UPDATE ranks SET hostname = ?", -1, &stmt, nullptr) == SQLITE_OK);
+  sqlite3_bind_text(stmt, 1, host.c_str(), -1, SQLITE_TRANSIENT);
+  CHECK(sqlite3_step(stmt) == SQLITE_DONE);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
 
 int64_t synthetic_events_per_rank(const SyntheticRun& run) {
   const int n = run.world_size;

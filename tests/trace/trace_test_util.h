@@ -41,6 +41,10 @@ std::vector<std::string> write_synthetic_run(const std::string& base, const Synt
 // Events one rank of `run` records (without faults), for count checks.
 int64_t synthetic_events_per_rank(const SyntheticRun& run);
 
+// Rewrites the host name a per-rank file records (ranks.hostname), to make
+// a synthetic run's ranks look spread over several hosts.
+void set_trace_hostname(const std::string& per_rank_file, const std::string& host);
+
 // Runs the ringscope-trace CLI with `args`; returns its exit code, or -1 if
 // it did not exit normally (crash). Output goes to `output` if non-null.
 int run_cli(const std::string& args, std::string* output = nullptr);

@@ -1,7 +1,5 @@
 // Straggler analysis and per-kind statistics on synthetic np=4 runs where the
 // answer is known: rank 2 enqueues every tensor 200 µs late.
-#include <sqlite3.h>
-
 #include <catch2/catch.hpp>
 
 #include "timeline_model.h"
@@ -75,12 +73,7 @@ TEST_CASE("ranks on two hosts: the lateness each host's ranks caused, summed", "
   }
   // Ranks 0 and 2 on node-a, 1 and 3 on node-b.
   for (int r = 0; r < 4; ++r) {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(files[r].c_str(), &db) == SQLITE_OK);
-    const std::string sql =
-        std::string("UPDATE ranks SET hostname = '") + (r % 2 ? "node-b" : "node-a") + "'";
-    CHECK(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
+    test::set_trace_hostname(files[r], r % 2 ? "node-b" : "node-a");
   }
   TimelineModel model;
   REQUIRE(model.load({dir.file("run.sqlite")}).ok());
