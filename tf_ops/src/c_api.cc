@@ -1,5 +1,5 @@
 // A small C interface to the process-wide runtime for Python (ctypes):
-// init/shutdown, topology, tracing and settings. Errors come back as a code
+// init/shutdown, topology, tracing, settings and build facts. Errors come back as a code
 // plus a message copied into the caller's buffer.
 #include <cstring>
 #include <string>
@@ -49,5 +49,7 @@ void ringscope_c_current_settings(long long* fusion_threshold_bytes, double* cyc
   *cycle_time_ms = s.cycle_time_ms;
   *cache_enabled = s.cache_enabled ? 1 : 0;
 }
+// 1 when this library was compiled with CUDA and NCCL (works before init).
+int ringscope_c_built_with_cuda() { return ringscope::gpu_info().built_with_cuda ? 1 : 0; }
 
 }  // extern "C"

@@ -13,7 +13,7 @@ same collectives in the same program order when names are not given.
 """
 
 import ctypes
-import itertools
+import functools
 import threading
 
 import tensorflow as tf
@@ -21,14 +21,6 @@ import tensorflow as tf
 from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
 from ringscope.tensorflow.compression import Compression
 from ringscope.tensorflow.gradient_tape import DistributedGradientTape  # noqa: F401
-from ringscope.tensorflow import keras  # noqa: F401
-from ringscope.tensorflow.keras import (  # noqa: F401
-    BroadcastGlobalVariablesCallback,
-    DistributedOptimizer,
-    LearningRateWarmupCallback,
-    MetricAverageCallback,
-    StepMarkCallback,
-)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
@@ -38,6 +30,10 @@ __all__ = [
     "BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateWarmupCallback",
     "StepMarkCallback", "Compression", "Sum", "Average", "Min", "Max", "start_trace",
     "stop_trace", "mark_step", "propose_settings", "current_settings", "RingscopeError",
+    "broadcast_object", "allgather_object", "barrier", "start_timeline", "stop_timeline",
+    "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
+    "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
+    "ccl_built",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -117,6 +113,20 @@ def stop_trace():
     _call(_c.ringscope_c_stop_trace)
 
 
+def start_timeline(file_path, mark_cycles=False):
+    """Horovod's name for start_trace: ringscope writes its SQLite trace,
+    <file_path without .sqlite>.rank<r>.sqlite on every rank (cycles are
+    always recorded, so mark_cycles changes nothing). `ringscope trace
+    export --chrome` turns the traces into a Chrome-tracing JSON like
+    Horovod's timeline."""
+    del mark_cycles
+    start_trace(file_path)
+
+
+def stop_timeline():
+    stop_trace()
+
+
 def mark_step(step):
     """Marks the end of training step ``step`` in the trace."""
     _c.ringscope_c_mark_step(int(step))
@@ -168,10 +178,14 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
         if op not in (Sum, Average):
             raise ValueError("sparse (IndexedSlices) allreduce supports Sum and Average only")
         base = _auto_name("allreduce_sparse", name)
-        values = allgather(tensor.values, name=(base + "/values") if base else None)
+        values = tensor.values
+        if prescale_factor != 1.0:
+            values = values * tf.cast(prescale_factor, values.dtype)
+        values = allgather(values, name=(base + "/values") if base else None)
         indices = allgather(tensor.indices, name=(base + "/indices") if base else None)
-        if op == Average:
-            values = values / tf.cast(size(), values.dtype)
+        post = postscale_factor / size() if op == Average else postscale_factor
+        if post != 1.0:
+            values = values * tf.cast(post, values.dtype)
         return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
@@ -211,3 +225,60 @@ def broadcast_variables(variables, root_rank):
     for i, var in enumerate(variables):
         label = getattr(var, "path", None) or getattr(var, "name", "var")
         var.assign(broadcast(var, root_rank, name=f"broadcast_variables/{i}/{label}"))
+
+
+# What this build can do, under Horovod's names: MPI always (with
+# MPI_THREAD_MULTIPLE), NCCL and CUDA when compiled with them, nothing else.
+def mpi_built():
+    return True
+
+
+def mpi_enabled():
+    return True
+
+
+def mpi_threads_supported():
+    _topology(_c.ringscope_c_size)  # Horovod raises before init, so do we
+    return True
+
+
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_built():
+    return bool(_c.ringscope_c_built_with_cuda())
+
+
+def nccl_built():
+    return cuda_built()  # ringscope's GPU path is built with both or neither
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+# Imported last: these modules use the functions above at import time.
+from ringscope.tensorflow.functions import allgather_object, barrier, broadcast_object  # noqa: E402,F401
+from ringscope.tensorflow import keras  # noqa: E402,F401
+from ringscope.tensorflow.keras import DistributedOptimizer  # noqa: E402,F401
+from ringscope.tensorflow.keras.callbacks import (  # noqa: E402,F401
+    BroadcastGlobalVariablesCallback,
+    LearningRateScheduleCallback,
+    LearningRateWarmupCallback,
+    MetricAverageCallback,
+    StepMarkCallback,
+)

@@ -1,0 +1,333 @@
+"""Horovod's API beyond the core ops, under mpirun (np=3): objects
+(broadcast_object, allgather_object), barrier, the build queries, the
+timeline names, Horovod's optimizer and tape arguments, and the Keras
+module laid out as horovod.tensorflow.keras (value functions, callbacks
+including the learning-rate schedule, load_model)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+import keras
+
+import ringscope.tensorflow.keras as khvd
+from harness import assert_close, finish, hvd, np, test, tf
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+B, STEPS = 4, 5
+rng = np.random.default_rng(11)
+X = rng.normal(size=(N * B * STEPS, 3)).astype(np.float32)
+Y = (X @ rng.normal(size=(3, 1))).astype(np.float32)
+XR, YR = (a.reshape(STEPS, N, B, -1)[:, R].reshape(STEPS * B, -1) for a in (X, Y))
+SHARED_DIR = hvd.broadcast_object(tempfile.mkdtemp(prefix="rs-hvd-api-") if R == 0 else None,
+                                  root_rank=0, name="shared_dir")
+
+
+def make_model(seed=1):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="tanh"),
+                              keras.layers.Dense(1)])
+    init = np.random.default_rng(seed)
+    model.set_weights([init.normal(size=w.shape).astype(np.float32) for w in model.get_weights()])
+    return model
+
+
+def fit(model, opt, epochs=1, callbacks=()):
+    model.compile(optimizer=opt, loss="mse")
+    return model.fit(XR, YR, batch_size=B, epochs=epochs, shuffle=False, verbose=0,
+                     callbacks=list(callbacks))
+
+
+def same_on_every_rank(value, name):
+    everyone = hvd.allgather_object(value, name=name)
+    assert all(v == everyone[0] for v in everyone), everyone
+    return everyone[0]
+
+
+@test
+def broadcast_object_gives_every_rank_the_roots_object():
+    root = N - 1
+    obj = {"from": R, "array": np.arange(R + 3), "text": "é" * R} if R == root else object()
+    got = hvd.broadcast_object(obj, root_rank=root, name="bcast_obj")
+    assert got["from"] == root and got["text"] == "é" * root, got
+    assert np.array_equal(got["array"], np.arange(root + 3)), got
+
+
+@test
+def objects_of_other_types_on_other_ranks_need_no_name():
+    got = hvd.broadcast_object({"lr": 0.1, "epochs": 3} if R == 0 else None)
+    assert got == {"lr": 0.1, "epochs": 3}, got
+    everyone = hvd.allgather_object(None if R % 2 else np.int64(R))
+    assert everyone == [None if r % 2 else r for r in range(N)], everyone
+
+
+@test
+def allgather_object_lists_every_ranks_object_in_rank_order():
+    got = hvd.allgather_object({"rank": R, "blob": "x" * (1000 * R)})  # rank 0 sends the least
+    assert [g["rank"] for g in got] == list(range(N)), got
+    assert [len(g["blob"]) for g in got] == [1000 * r for r in range(N)]
+
+
+@test
+def objects_are_refused_inside_tf_function():
+    try:
+        tf.function(lambda: hvd.broadcast_object(1))()
+    except RuntimeError as e:
+        assert "eagerly" in str(e), e
+    else:
+        raise AssertionError("broadcast_object ran inside tf.function")
+
+
+@test
+def barrier_returns_only_after_every_rank_reached_it():
+    marker = os.path.join(SHARED_DIR, "before-barrier")
+    if R == 0:
+        import time
+
+        time.sleep(0.3)  # the others reach the barrier first and must wait
+        open(marker, "w").close()
+    hvd.barrier()
+    assert os.path.exists(marker), "barrier returned before rank 0 reached it"
+
+
+@test
+def build_queries_answer_like_horovod():
+    assert hvd.mpi_built() and hvd.mpi_enabled() and hvd.mpi_threads_supported()
+    assert not (hvd.gloo_built() or hvd.gloo_enabled() or hvd.rocm_built() or hvd.ddl_built()
+                or hvd.ccl_built())
+    assert isinstance(hvd.nccl_built(), bool) and isinstance(hvd.cuda_built(), bool)
+    assert khvd.mpi_built() and khvd.size() == N and khvd.rank() == R
+
+
+@test
+def start_timeline_writes_a_trace_per_rank():
+    base = os.path.join(SHARED_DIR, "timeline.sqlite")
+    hvd.start_timeline(base, mark_cycles=True)
+    hvd.allreduce(tf.ones([8]), name="timeline.probe")
+    hvd.stop_timeline()
+    hvd.barrier()
+    if R == 0:
+        tool = os.environ.get("RINGSCOPE_TRACE_TOOL", "build/bin/ringscope-trace")
+        out = subprocess.run([tool, "sql", base, "SELECT count(*) FROM events e JOIN strings s "
+                              "ON s.id = e.name_id WHERE s.text = 'timeline.probe'"],
+                             capture_output=True, text=True)
+        # one table per rank's file: a header line, then the count of the probe's events
+        counts = [int(line.split()[0]) for line in out.stdout.splitlines()
+                  if line.strip().isdigit()]
+        assert out.returncode == 0 and out.stdout.count("== ") == N, out.stdout + out.stderr
+        assert len(counts) == N and min(counts) > 0, out.stdout
+
+
+@test
+def keras_value_functions_return_numpy():
+    avg = khvd.allreduce([float(R), 2.0 * R], name="k.avg")
+    assert isinstance(avg, np.ndarray) and np.allclose(avg, [(N - 1) / 2, N - 1]), avg
+    total = khvd.allreduce(np.int32(R), op=khvd.Sum, name="k.sum")
+    assert int(total) == N * (N - 1) // 2, total
+    gathered = khvd.allgather(np.full((R + 1, 2), R, np.int64), name="k.gather")
+    assert gathered.shape == (N * (N + 1) // 2, 2) and gathered[-1, 0] == N - 1, gathered
+    assert khvd.broadcast(np.float64(R + 7), 1 % N, name="k.bcast") == (1 % N) + 7
+    try:
+        khvd.broadcast_global_variables(0)
+    except RuntimeError as e:
+        assert "BroadcastGlobalVariablesCallback" in str(e), e
+    else:
+        raise AssertionError("broadcast_global_variables did not refuse")
+
+
+@test
+def predivided_gradients_match_the_plain_average():
+    plain, predivided = make_model(), make_model()
+    fit(plain, khvd.DistributedOptimizer(keras.optimizers.SGD(0.1), name="plain"))
+    fit(predivided, khvd.DistributedOptimizer(keras.optimizers.SGD(0.1), name="predivided",
+                                              gradient_predivide_factor=4.0, num_groups=2))
+    for a, b in zip(plain.get_weights(), predivided.get_weights()):
+        assert_close(b, a, tf.float32, "predivided weights")
+    w = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * w) * (R + 1)
+    tape = hvd.DistributedGradientTape(tape, gradient_predivide_factor=2.0)
+    assert_close(tape.gradient(loss, [w])[0], [2.0 * (N + 1) / 2, 4.0 * (N + 1) / 2],
+                 tf.float32, "tape, predivided")
+
+
+@test
+def optimizer_refuses_what_it_cannot_do():
+    for kwargs, fragment in (({"backward_passes_per_step": 2}, "backward_passes_per_step"),
+                             ({"gradient_predivide_factor": 2.0, "op": hvd.Sum}, "op=Average"),
+                             ({"gradient_predivide_factor": 0.0}, "> 0")):
+        try:
+            khvd.DistributedOptimizer(keras.optimizers.SGD(0.1), **kwargs)
+        except ValueError as e:
+            assert fragment in str(e), (kwargs, e)
+        else:
+            raise AssertionError(f"accepted {kwargs}")
+    try:
+        khvd.DistributedOptimizer(keras.optimizers.SGD(0.1), not_a_horovod_argument=1)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("accepted an unknown argument")
+
+
+@test
+def embedding_gradients_sparse_dense_and_predivided_match_one_process():
+    def embed_model():
+        m = keras.Sequential([keras.Input((2,), dtype="int32"), keras.layers.Embedding(6, 3),
+                              keras.layers.Flatten(), keras.layers.Dense(1)])
+        m.set_weights([np.random.default_rng(3).normal(size=w.shape).astype(np.float32)
+                       for w in m.get_weights()])
+        return m
+
+    ids = np.random.default_rng(5).integers(0, 6, size=(N * B, 2)).astype(np.int32)
+    target = np.random.default_rng(6).normal(size=(N * B, 1)).astype(np.float32)
+    ref = embed_model()
+    ref.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+    ref.fit(ids, target, batch_size=N * B, verbose=0)
+    real_allgather, gathers = hvd.allgather, []
+    hvd.allgather = lambda *a, **k: gathers.append(k.get("name")) or real_allgather(*a, **k)
+    try:
+        for i, kwargs in enumerate(({}, {"sparse_as_dense": True},
+                                    {"gradient_predivide_factor": 3.0})):
+            gathers.clear()
+            m = embed_model()
+            m.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.5),
+                                                          name=f"embed{i}", **kwargs), loss="mse")
+            m.fit(ids[R * B:(R + 1) * B], target[R * B:(R + 1) * B], batch_size=B, verbose=0)
+            for a, b in zip(m.get_weights(), ref.get_weights()):
+                assert_close(a, b, tf.float32, f"embedding model after one step, {kwargs}")
+            # the embedding's IndexedSlices are allgathered unless sparse_as_dense
+            assert bool(gathers) != bool(kwargs.get("sparse_as_dense")), (kwargs, gathers)
+    finally:
+        hvd.allgather = real_allgather
+
+
+@test
+def mixed_precision_loss_scaler_inside_survives_an_overflow_on_one_rank():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = make_model()
+        opt = khvd.DistributedOptimizer(
+            keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.01)), name="mixed")
+        model.compile(optimizer=opt, loss="mse")
+        assert model.optimizer is opt  # compile() saw a LossScaleOptimizer: no second one
+        x = XR.copy()
+        if R == N - 1:
+            x[0] = 7e4  # inf in float16: only this rank's first gradients overflow
+        model.fit(x, YR, batch_size=B, epochs=1, shuffle=False, verbose=0)
+        # the reduced gradients overflowed on every rank: every rank skipped step 1
+        scale = float(keras.ops.convert_to_numpy(opt.dynamic_scale))
+        assert scale == 2.0 ** 14, scale
+        same_on_every_rank([w.tolist() for w in model.get_weights()], "mixed.weights")
+
+        wrong = make_model()
+        wrong.compile(optimizer=khvd.DistributedOptimizer(keras.optimizers.SGD(0.01),
+                                                          name="wrong"), loss="mse")
+        try:
+            wrong.fit(XR, YR, batch_size=B, epochs=1, verbose=0)
+        except ValueError as e:
+            assert "LossScaleOptimizer(opt)" in str(e), e
+        else:
+            raise AssertionError("a DistributedOptimizer inside compile()'s loss scaler trained")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+@test
+def schedule_callback_sets_the_rate_per_epoch_and_per_batch():
+    seen = []
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            seen.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    staircase = khvd.callbacks.LearningRateScheduleCallback(
+        initial_lr=0.2, multiplier=lambda epoch: 0.5 ** epoch, start_epoch=1, end_epoch=3)
+    hist = fit(make_model(), khvd.DistributedOptimizer(keras.optimizers.SGD(0.2), name="stair"),
+               epochs=4, callbacks=[staircase, Probe()])
+    per_epoch = [seen[e * STEPS:(e + 1) * STEPS] for e in range(4)]
+    want = [0.2, 0.1, 0.05, 0.05]  # epoch 0 before start_epoch, epoch 3 at/after end_epoch
+    for e in range(4):
+        assert np.allclose(per_epoch[e], want[e]), (e, per_epoch[e])
+    assert np.allclose(hist.history["lr"], [0.2, 0.1, 0.05, 0.05]), hist.history["lr"]
+
+    seen.clear()
+    smooth = khvd.callbacks.LearningRateScheduleCallback(
+        initial_lr=None, multiplier=lambda epoch: 1.0 + epoch, staircase=False)
+    fit(make_model(), khvd.DistributedOptimizer(keras.optimizers.SGD(0.1), name="smooth"),
+        epochs=1, callbacks=[smooth, Probe()])  # initial_lr from the optimizer, steps from fit
+    assert np.allclose(seen, [0.1 * (1.0 + b / STEPS) for b in range(STEPS)]), seen
+
+    seen.clear()
+    decay = khvd.callbacks.LearningRateScheduleCallback(initial_lr=0.4, multiplier=0.5,
+                                                        start_epoch=1)
+    fit(make_model(), khvd.DistributedOptimizer(keras.optimizers.SGD(0.4), name="decay"),
+        epochs=3, callbacks=[decay, Probe()])  # a number: 0.5 ** (epoch - start_epoch)
+    assert np.allclose(seen, [0.4] * STEPS + [0.4] * STEPS + [0.2] * STEPS), seen
+
+
+@test
+def warmup_finds_steps_per_epoch_itself_and_ends_at_the_rate():
+    seen = []
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            seen.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    hist = fit(make_model(), khvd.DistributedOptimizer(keras.optimizers.SGD(0.3), name="warm"),
+               epochs=3, callbacks=[khvd.callbacks.LearningRateWarmupCallback(0.3, 2), Probe()])
+    want = [0.3 / N * ((e + (b + 1) / STEPS) * (N - 1) / 2 + 1)
+            for e in range(2) for b in range(STEPS)]  # Horovod's: one batch ahead
+    assert np.allclose(seen[:2 * STEPS], want), (seen, want)
+    assert abs(seen[2 * STEPS - 1] - 0.3) < 1e-7, seen  # the last warm-up batch has the rate
+    assert np.allclose(seen[2 * STEPS:], 0.3) and abs(hist.history["lr"][-1] - 0.3) < 1e-7
+
+
+@test
+def local_variables_are_not_broadcast():
+    model = make_model()
+    model.set_weights([w + R for w in model.get_weights()])
+    local_bias = model.layers[1].bias
+    fit(model, khvd.DistributedOptimizer(keras.optimizers.SGD(0.0), name="local"),
+        callbacks=[khvd.callbacks.BroadcastGlobalVariablesCallback(0, local_variables=local_bias)])
+    init = make_model().get_weights()
+    kernel0, bias1 = model.get_weights()[0], model.get_weights()[3]
+    assert_close(kernel0, init[0], tf.float32, "broadcast kernel (rank 0's)")
+    assert_close(bias1, init[3] + R, tf.float32, "local bias (this rank's)")
+
+
+@test
+def load_model_wraps_the_saved_optimizer_and_keeps_its_state():
+    path = os.path.join(SHARED_DIR, "model.keras")
+    saved = make_model()  # built on every rank: Keras' automatic names stay in step
+    saved.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    if R == 0:
+        saved.fit(X, Y, batch_size=N * B, epochs=1, shuffle=False, verbose=0)
+        saved.save(path)
+    hvd.barrier()
+    model = khvd.load_model(path)
+    opt = model.optimizer
+    assert getattr(opt, "_ringscope_distributed", False) and type(opt).__name__ == "Adam"
+    lr = float(keras.ops.convert_to_numpy(opt.learning_rate))
+    assert int(opt.iterations.numpy()) == STEPS and abs(lr - 0.01) < 1e-7, (opt.iterations, lr)
+    assert float(np.abs(keras.ops.convert_to_numpy(opt.variables[2])).sum()) > 0  # moments kept
+    model.fit(XR, YR, batch_size=B, epochs=1, shuffle=False, verbose=0)
+    assert int(opt.iterations.numpy()) == 2 * STEPS
+    weights = [w.tolist() for w in model.get_weights()]
+    same_on_every_rank(weights, "loaded.weights")  # the same averaged gradients everywhere
+
+    # saved while distributed (a checkpoint of a run): loads in plain Keras and again here
+    again = os.path.join(SHARED_DIR, f"distributed.rank{R}.keras")
+    model.save(again)
+    plain = keras.models.load_model(again)
+    assert not getattr(plain.optimizer, "_ringscope_distributed", False)
+    assert int(plain.optimizer.iterations.numpy()) == 2 * STEPS
+    reloaded = khvd.load_model(again)
+    assert getattr(reloaded.optimizer, "_ringscope_distributed", False)
+
+
+hvd.barrier()
+if R == 0:
+    shutil.rmtree(SHARED_DIR, ignore_errors=True)
+finish()

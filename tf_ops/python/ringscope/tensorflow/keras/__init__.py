@@ -1,0 +1,92 @@
+"""Horovod's Keras module on ringscope: a script written for
+``import horovod.tensorflow.keras as hvd`` runs with
+``import ringscope.tensorflow.keras as hvd``.
+
+    hvd.init()
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.Adam(0.001 * hvd.size())))
+    model.fit(x, y, callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0),
+                               hvd.callbacks.MetricAverageCallback()])
+
+allreduce, allgather and broadcast here take values (numbers, lists,
+numpy arrays, tensors) and return numpy arrays, as Horovod's Keras
+functions do; the tensor versions are in ringscope.tensorflow.
+"""
+
+import tensorflow as tf
+
+from ringscope.tensorflow import (  # noqa: F401
+    Average,
+    Compression,
+    Max,
+    Min,
+    Sum,
+    allgather_object,
+    barrier,
+    broadcast_object,
+    ccl_built,
+    cross_rank,
+    cross_size,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mark_step,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rank,
+    rocm_built,
+    shutdown,
+    size,
+    start_timeline,
+    start_trace,
+    stop_timeline,
+    stop_trace,
+)
+from ringscope.tensorflow.keras import callbacks  # noqa: F401
+from ringscope.tensorflow.keras.callbacks import (  # noqa: F401
+    BroadcastGlobalVariablesCallback,
+    LearningRateScheduleCallback,
+    LearningRateWarmupCallback,
+    MetricAverageCallback,
+    StepMarkCallback,
+)
+from ringscope.tensorflow.keras.optimizer import DistributedOptimizer, load_model  # noqa: F401
+
+
+def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
+              op=None, compression=None):
+    """Reduces ``value`` over all ranks (default: the average); returns numpy."""
+    from ringscope.tensorflow import allreduce as _allreduce
+
+    return _allreduce(tf.convert_to_tensor(value), average=average, op=op,
+                      compression=compression or Compression.none,
+                      prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                      name=name).numpy()
+
+
+def allgather(value, name=None):
+    """Concatenates ``value`` of every rank along dim 0; returns numpy."""
+    from ringscope.tensorflow import allgather as _allgather
+
+    return _allgather(tf.convert_to_tensor(value), name=name).numpy()
+
+
+def broadcast(value, root_rank, name=None):
+    """Returns root_rank's ``value`` on every rank, as numpy."""
+    from ringscope.tensorflow import broadcast as _broadcast
+
+    return _broadcast(tf.convert_to_tensor(value), root_rank, name=name).numpy()
+
+
+def broadcast_global_variables(root_rank):
+    """Horovod's TF1 call; Keras 3 has no global variables to find."""
+    raise RuntimeError(
+        "ringscope: broadcast_global_variables() needs TensorFlow 1 global variables; use "
+        "hvd.callbacks.BroadcastGlobalVariablesCallback(root_rank) in model.fit, or "
+        "ringscope.tensorflow.broadcast_variables(model.variables, root_rank)")

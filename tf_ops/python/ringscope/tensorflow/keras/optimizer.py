@@ -1,0 +1,99 @@
+"""DistributedOptimizer for Keras 3 optimizers, with Horovod's arguments,
+and load_model, which reloads a saved model with its optimizer wrapped."""
+
+import sys
+
+import keras
+
+from ringscope.tensorflow.gradient_tape import GradientReduction
+
+_DISTRIBUTED = "_ringscope_distributed"
+
+
+def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                         compression=None, sparse_as_dense=False, gradient_predivide_factor=1.0,
+                         op=None, backward_passes_per_step=1, average_aggregated_gradients=False,
+                         num_groups=0, groups=None, prescale_factor=1.0, postscale_factor=1.0,
+                         use_locking=False, scale_local_gradients=True):
+    """Returns an optimizer of the same class and configuration whose
+    gradients are allreduced (averaged by default) before they are applied.
+
+    Arguments as Horovod's. device_dense, device_sparse, use_locking and
+    scale_local_gradients are accepted and change nothing (the ops run on
+    CPU; there are no TF1 locks or process sets); backward_passes_per_step
+    must be 1: ringscope does not aggregate gradients locally between
+    allreduces. The class keeps its name, so a model saved with it loads
+    with the plain optimizer anywhere.
+
+    With mixed_float16, wrap the loss-scale optimizer, not the other way
+    round: ``DistributedOptimizer(keras.optimizers.LossScaleOptimizer(opt))``
+    (then compile() does not wrap it again, and the overflow check sees the
+    reduced gradients, the same on every rank)."""
+    del device_dense, device_sparse, use_locking, average_aggregated_gradients
+    del scale_local_gradients
+    if backward_passes_per_step != 1:
+        raise ValueError(
+            f"ringscope: backward_passes_per_step={backward_passes_per_step!r} is not "
+            "supported: gradients are allreduced every step (use 1, or a larger batch per rank)")
+    if getattr(optimizer, _DISTRIBUTED, False):
+        raise ValueError("ringscope: this optimizer is already a DistributedOptimizer")
+    reduction = GradientReduction(op, compression, sparse_as_dense, gradient_predivide_factor,
+                                  prescale_factor, postscale_factor, num_groups, groups)
+    prefix = name or "DistributedOptimizer"
+    base = type(optimizer)
+
+    class _DistributedOptimizer(base):
+        def apply(self, grads, trainable_variables=None):
+            _refuse_inside_loss_scaler(self)
+            variables = (trainable_variables if trainable_variables is not None
+                         else self._trainable_variables)
+            grads = reduction.reduce(list(grads), list(variables), prefix)
+            return super().apply(grads, trainable_variables)
+
+    setattr(_DistributedOptimizer, _DISTRIBUTED, True)
+    for attr in ("__name__", "__qualname__", "__module__"):
+        setattr(_DistributedOptimizer, attr, getattr(base, attr))
+    return _DistributedOptimizer.from_config(optimizer.get_config())
+
+
+def _refuse_inside_loss_scaler(optimizer):
+    """A LossScaleOptimizer applies its inner optimizer only on ranks whose
+    local gradients are finite: a rank that overflowed would skip the
+    allreduce the others wait in. Checked when the step is traced."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return
+        owner = frame.f_locals.get("self")
+        if (isinstance(owner, keras.optimizers.LossScaleOptimizer)
+                and owner.inner_optimizer is optimizer):
+            raise ValueError(
+                "ringscope: this DistributedOptimizer is inside a LossScaleOptimizer "
+                "(compile() adds one under mixed_float16), which would skip the allreduce on a "
+                "rank whose gradients overflow while the others wait; wrap it the other way "
+                "round: hvd.DistributedOptimizer(keras.optimizers.LossScaleOptimizer(opt))")
+        frame = frame.f_back
+
+
+def load_model(filepath, custom_optimizers=None, custom_objects=None, compression=None):
+    """Loads a model saved with ``model.save`` and wraps its optimizer in a
+    DistributedOptimizer, keeping the optimizer's saved state (its
+    iteration count, moments, ...). ``custom_optimizers`` (optimizer
+    classes) and ``custom_objects`` are passed to keras.models.load_model."""
+    objects = dict(custom_objects or {})
+    for cls in custom_optimizers or []:
+        objects[cls.__name__] = cls
+    model = keras.models.load_model(filepath, custom_objects=objects or None)
+    saved = model.optimizer
+    if saved is None:
+        return model
+    wrapped = DistributedOptimizer(saved, compression=compression)
+    wrapped.build(model.trainable_variables)
+    if len(wrapped.variables) != len(saved.variables):
+        raise ValueError(f"ringscope load_model: the saved {type(saved).__name__} has "
+                         f"{len(saved.variables)} variables, the wrapped one "
+                         f"{len(wrapped.variables)}")
+    for new, old in zip(wrapped.variables, saved.variables):
+        new.assign(old)
+    model.optimizer = wrapped
+    return model
