@@ -1,10 +1,12 @@
 // The process-wide runtime behind the free functions of ringscope.h: the one
 // place that holds a Runtime for the process (like hvd.init()), plus MPI
 // initialisation and the blocking wrappers.
+#include <cstdio>
 #include <future>
 #include <mutex>
 
 #include "api_internal.h"
+#include "config.h"
 #include "device_collectives.h"
 #include "local_transport.h"
 #include "mpi_transport.h"
@@ -85,7 +87,11 @@ Status init() {
   Options options;
   Status s = Options::from_env(&options);
   if (!s.ok()) return s;
-  return init(options);
+  s = init(options);
+  if (auto note = horovod_timeline_note(process_env());
+      s.ok() && note && options.log_level >= 1 && rank() == 0)
+    std::fprintf(stderr, "[ringscope rank 0] %s\n", note->c_str());
+  return s;
 }
 
 Status init(const Options& options) {

@@ -1,12 +1,16 @@
 // Environment configuration. Our RINGSCOPE_* variables win; Horovod's
-// HOROVOD_FUSION_THRESHOLD / HOROVOD_CYCLE_TIME / HOROVOD_CACHE_CAPACITY are
-// honoured when ours are unset, so existing job scripts keep working.
+// (HOROVOD_FUSION_THRESHOLD, _CYCLE_TIME, _CACHE_CAPACITY, _TIMELINE,
+// _STALL_*, _LOG_LEVEL, _AUTOTUNE, _HIERARCHICAL_ALLREDUCE) are honoured when
+// ours are unset, so existing job scripts keep working.
 #include "config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
+#include "ringscope/trace_schema.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -46,21 +50,63 @@ Status parse_double(const std::string& var, const std::string& text, double lo, 
   return Status::OK();
 }
 
+Status parse_bool(const std::string& var, const std::string& text, bool* out) {
+  if (text == "1" || text == "true") {
+    *out = true;
+  } else if (text == "0" || text == "false" || text.empty()) {
+    *out = false;
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  var + "='" + text + "' is invalid: expected 1/true or 0/false");
+  }
+  return Status::OK();
+}
+
+// Horovod's names (any case) on our scale: 0 quiet, 1 warnings, 2 info, 3 debug.
+static Status parse_horovod_log_level(const std::string& text, int* out) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, int> kLevels[] = {{"trace", 3},   {"debug", 3}, {"info", 2},
+                                                        {"warning", 1}, {"error", 1}, {"fatal", 0}};
+  for (const auto& [name, level] : kLevels) {
+    if (lower == name) {
+      *out = level;
+      return Status::OK();
+    }
+  }
+  return Status(StatusCode::kInvalidArgument,
+                "HOROVOD_LOG_LEVEL='" + text +
+                    "' is invalid: expected trace, debug, info, warning, error or fatal");
+}
+
+std::string trace_base_for_horovod_timeline(const std::string& timeline) {
+  const std::string json = ".json";
+  if (timeline.size() > json.size() &&
+      timeline.compare(timeline.size() - json.size(), json.size(), json) == 0)
+    return timeline.substr(0, timeline.size() - json.size()) + ".sqlite";
+  return timeline;
+}
+
+std::optional<std::string> horovod_timeline_note(const EnvLookup& env) {
+  auto timeline = env("HOROVOD_TIMELINE");
+  if (env("RINGSCOPE_TRACE") || !timeline || timeline->empty()) return std::nullopt;
+  const std::string base = trace_base_for_horovod_timeline(*timeline);
+  return "HOROVOD_TIMELINE=" + *timeline + ": ringscope writes its SQLite trace, " +
+         per_rank_trace_path(base, 0) + " and one per rank beside it, not Horovod's JSON; " +
+         "`ringscope view " + base + "` shows it, `ringscope trace export --chrome` writes JSON";
+}
+
 // RINGSCOPE_AUTOTUNE and its knobs (docs/configuration.md). The knobs are
 // checked even when autotuning is off, so a typo fails at once.
 static Status autotune_options_from_env(const EnvLookup& env, AutotuneOptions* out) {
   AutotuneOptions a = *out;
-  if (auto v = env("RINGSCOPE_AUTOTUNE")) {
-    if (*v == "1" || *v == "true") {
-      a.enabled = true;
-    } else if (*v == "0" || *v == "false" || v->empty()) {
-      a.enabled = false;
-    } else {
-      return Status(StatusCode::kInvalidArgument,
-                    "RINGSCOPE_AUTOTUNE='" + *v + "' is invalid: expected 1/true or 0/false");
-    }
-  }
   Status s;
+  if (auto v = env("RINGSCOPE_AUTOTUNE")) {
+    s = parse_bool("RINGSCOPE_AUTOTUNE", *v, &a.enabled);
+  } else if (auto h = env("HOROVOD_AUTOTUNE")) {
+    s = parse_bool("HOROVOD_AUTOTUNE", *h, &a.enabled);
+  }
+  if (!s.ok()) return s;
   if (auto v = env("RINGSCOPE_AUTOTUNE_WINDOW_MS")) {
     s = parse_double("RINGSCOPE_AUTOTUNE_WINDOW_MS", *v, 1.0, 600000.0, &a.window_ms);
     if (!s.ok()) return s;
@@ -108,12 +154,17 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     if (!s.ok()) return s;
   }
   o.settings.cache_enabled = o.cache_capacity > 0;
-  if (auto v = env("RINGSCOPE_STALL_CHECK_SECONDS")) {
-    s = parse_double("RINGSCOPE_STALL_CHECK_SECONDS", *v, 0.0, 1e6, &o.stall_check_seconds);
+  if (auto v = first({"RINGSCOPE_STALL_CHECK_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS"})) {
+    s = parse_double(v->first, v->second, 0.0, 1e6, &o.stall_check_seconds);
     if (!s.ok()) return s;
+  } else if (auto d = env("HOROVOD_STALL_CHECK_DISABLE")) {
+    bool disable = false;
+    s = parse_bool("HOROVOD_STALL_CHECK_DISABLE", *d, &disable);
+    if (!s.ok()) return s;
+    if (disable) o.stall_check_seconds = 0;
   }
-  if (auto v = env("RINGSCOPE_STALL_SHUTDOWN_SECONDS")) {
-    s = parse_double("RINGSCOPE_STALL_SHUTDOWN_SECONDS", *v, 0.0, 1e6, &o.stall_shutdown_seconds);
+  if (auto v = first({"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"})) {
+    s = parse_double(v->first, v->second, 0.0, 1e6, &o.stall_shutdown_seconds);
     if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_OP_TIMEOUT_SECONDS")) {
@@ -150,22 +201,23 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     o.data_threads = static_cast<int>(threads);
   }
   if (auto v = first({"RINGSCOPE_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE"})) {
-    if (v->second == "1" || v->second == "true") {
-      o.hierarchical_allreduce = true;
-    } else if (v->second == "0" || v->second == "false" || v->second.empty()) {
-      o.hierarchical_allreduce = false;
-    } else {
-      return Status(StatusCode::kInvalidArgument,
-                    v->first + "='" + v->second + "' is invalid: expected 1/true or 0/false");
-    }
+    s = parse_bool(v->first, v->second, &o.hierarchical_allreduce);
+    if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_LOG_LEVEL")) {
     int64_t level = 0;
     s = parse_int("RINGSCOPE_LOG_LEVEL", *v, 0, 3, &level);
     if (!s.ok()) return s;
     o.log_level = static_cast<int>(level);
+  } else if (auto h = env("HOROVOD_LOG_LEVEL")) {
+    s = parse_horovod_log_level(*h, &o.log_level);
+    if (!s.ok()) return s;
   }
-  if (auto v = env("RINGSCOPE_TRACE")) o.trace_path = *v;
+  if (auto v = env("RINGSCOPE_TRACE")) {
+    o.trace_path = *v;
+  } else if (auto h = env("HOROVOD_TIMELINE"); h && !h->empty()) {
+    o.trace_path = trace_base_for_horovod_timeline(*h);
+  }
   s = autotune_options_from_env(env, &o.autotune);
   if (!s.ok()) return s;
   *out = o;

@@ -16,10 +16,18 @@ EnvLookup process_env();
 
 Status options_from_env(const EnvLookup& env, Options* out);
 
+// HOROVOD_TIMELINE names Horovod's JSON file; ringscope writes its SQLite
+// trace at that base instead, a ".json" ending turned into ".sqlite".
+std::string trace_base_for_horovod_timeline(const std::string& timeline);
+// What rank 0 says at init when HOROVOD_TIMELINE chose the trace (ours unset).
+std::optional<std::string> horovod_timeline_note(const EnvLookup& env);
+
 // Strict number parsing: the whole string must be a number within range.
 Status parse_int(const std::string& var, const std::string& text, int64_t lo, int64_t hi,
                  int64_t* out);
 Status parse_double(const std::string& var, const std::string& text, double lo, double hi,
                     double* out);
+// 1/true or 0/false (empty = false).
+Status parse_bool(const std::string& var, const std::string& text, bool* out);
 
 }  // namespace ringscope

@@ -75,6 +75,59 @@ TEST_CASE("Horovod variables apply only when ours are unset", "[config]") {
   CHECK(o.cache_capacity == 16);
 }
 
+TEST_CASE("Horovod's stall, log, autotune and timeline variables apply when ours are unset",
+          "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({{"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"},
+                                   {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "90"},
+                                   {"HOROVOD_LOG_LEVEL", "DEBUG"},
+                                   {"HOROVOD_AUTOTUNE", "1"},
+                                   {"HOROVOD_TIMELINE", "/tmp/run/timeline.json"}}),
+                           &o)
+              .ok());
+  CHECK(o.stall_check_seconds == 30.0);
+  CHECK(o.stall_shutdown_seconds == 90.0);
+  CHECK(o.log_level == 3);
+  CHECK(o.autotune.enabled);
+  CHECK(o.trace_path == "/tmp/run/timeline.sqlite");  // SQLite, not a .json that is not JSON
+
+  REQUIRE(options_from_env(env_of({{"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                                   {"HOROVOD_LOG_LEVEL", "fatal"},
+                                   {"HOROVOD_TIMELINE", "tl"}}),
+                           &o)
+              .ok());
+  CHECK(o.stall_check_seconds == 0.0);
+  CHECK(o.log_level == 0);
+  CHECK(o.trace_path == "tl");
+
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_STALL_CHECK_SECONDS", "5"},
+                                   {"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                                   {"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"},
+                                   {"RINGSCOPE_LOG_LEVEL", "2"},
+                                   {"HOROVOD_LOG_LEVEL", "error"},
+                                   {"RINGSCOPE_AUTOTUNE", "0"},
+                                   {"HOROVOD_AUTOTUNE", "1"},
+                                   {"RINGSCOPE_TRACE", "runs/a.sqlite"},
+                                   {"HOROVOD_TIMELINE", "t.json"}}),
+                           &o)
+              .ok());
+  CHECK(o.stall_check_seconds == 5.0);
+  CHECK(o.log_level == 2);
+  CHECK_FALSE(o.autotune.enabled);
+  CHECK(o.trace_path == "runs/a.sqlite");
+}
+
+TEST_CASE("HOROVOD_TIMELINE gets a note naming the SQLite files, only when it chose the trace",
+          "[config]") {
+  auto note = horovod_timeline_note(env_of({{"HOROVOD_TIMELINE", "out/timeline.json"}}));
+  REQUIRE(note);
+  CHECK(note->find("out/timeline.rank0.sqlite") != std::string::npos);
+  CHECK(note->find("not Horovod's JSON") != std::string::npos);
+  CHECK_FALSE(horovod_timeline_note(
+      env_of({{"HOROVOD_TIMELINE", "t.json"}, {"RINGSCOPE_TRACE", "runs/a.sqlite"}})));
+  CHECK_FALSE(horovod_timeline_note(env_of({})));
+}
+
 TEST_CASE("invalid values name the variable and the range", "[config]") {
   struct Case {
     const char* var;
@@ -106,7 +159,12 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
                  Case{"HOROVOD_FUSION_THRESHOLD", "-1"},
                  Case{"HOROVOD_CACHE_CAPACITY", "-3"},
                  Case{"HOROVOD_CACHE_CAPACITY", "2000000"},
-                 Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0"}}) {
+                 Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0"},
+                 Case{"HOROVOD_STALL_CHECK_TIME_SECONDS", "a minute"},
+                 Case{"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "-1"},
+                 Case{"HOROVOD_STALL_CHECK_DISABLE", "yes"},
+                 Case{"HOROVOD_LOG_LEVEL", "verbose"},
+                 Case{"HOROVOD_AUTOTUNE", "on"}}) {
     Options o;
     Status s = options_from_env(env_of({{c.var, c.value}}), &o);
     INFO(c.var << "=" << c.value << " -> " << s.to_string());
