@@ -1,6 +1,7 @@
 """Horovod's API beyond the core ops, under mpirun (np=3): objects
 (broadcast_object, allgather_object), barrier, the build queries, the
-timeline names, Horovod's optimizer and tape arguments, and the Keras
+timeline names, Horovod's TF2 custom training loop in a tf.function,
+Horovod's optimizer and tape arguments, mixed precision, and the Keras
 module laid out as horovod.tensorflow.keras (value functions, callbacks
 including the learning-rate schedule, load_model)."""
 
@@ -150,6 +151,31 @@ def predivided_gradients_match_the_plain_average():
     tape = hvd.DistributedGradientTape(tape, gradient_predivide_factor=2.0)
     assert_close(tape.gradient(loss, [w])[0], [2.0 * (N + 1) / 2, 4.0 * (N + 1) / 2],
                  tf.float32, "tape, predivided")
+
+
+@test
+def horovods_tf2_custom_loop_in_tf_function_trains_identical_replicas():
+    model = make_model()
+    if R:
+        model.set_weights([w + R for w in model.get_weights()])  # rank 0's must win
+    opt = keras.optimizers.SGD(0.05 * N)
+    loss_fn = keras.losses.MeanSquaredError()
+
+    @tf.function
+    def training_step(x, y, first_batch):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        if first_batch:  # as Horovod's example: after the first step
+            hvd.broadcast_variables(model.variables, root_rank=0)
+            hvd.broadcast_variables(opt.variables, root_rank=0)
+        return loss
+
+    for step in range(STEPS):
+        training_step(XR[step * B:(step + 1) * B], YR[step * B:(step + 1) * B], step == 0)
+    same_on_every_rank([w.tolist() for w in model.get_weights()], "custom_loop.weights")
 
 
 @test
