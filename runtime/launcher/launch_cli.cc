@@ -103,9 +103,41 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
                  "honoured, nothing expanded)")
       ->type_name("\"ARGS\"");
   app.add_option("--log-level", log_level,
-                 "0 silent, 1 warnings, 2 info, 3 debug "
-                 "(RINGSCOPE_LOG_LEVEL)")
+                 "0 silent, 1 warnings, 2 info, 3 debug, or horovodrun's trace, debug, info, "
+                 "warning, error, fatal (RINGSCOPE_LOG_LEVEL)")
       ->type_name("N");
+  // horovodrun's names, so that its job scripts run unchanged (docs/launcher.md).
+  std::string timeline, stall_check, stall_shutdown, output_filename, nics, ssh_port, ssh_identity;
+  app.add_option("--timeline-filename", timeline,
+                 "horovodrun's name for --trace; a .json ending becomes .sqlite (the trace is "
+                 "SQLite)")
+      ->type_name("PATH");
+  app.add_flag("--disable-cache", o.disable_cache,
+               "no response cache (RINGSCOPE_CACHE_CAPACITY=0), as horovodrun's");
+  app.add_flag("--hierarchical-allreduce", o.hierarchical_allreduce,
+               "hierarchical device allreduce (RINGSCOPE_HIERARCHICAL_ALLREDUCE=1)");
+  app.add_option("--stall-check-warning-time-seconds", stall_check,
+                 "warn about tensors some ranks have not submitted after this long "
+                 "(RINGSCOPE_STALL_CHECK_SECONDS, default 60)")
+      ->type_name("S");
+  app.add_option("--stall-check-shutdown-time-seconds", stall_shutdown,
+                 "fail stalled ops on every rank after this long "
+                 "(RINGSCOPE_STALL_SHUTDOWN_SECONDS; default 0, never)")
+      ->type_name("S");
+  app.add_flag("--no-stall-check", o.no_stall_check,
+               "no stall warnings (RINGSCOPE_STALL_CHECK_SECONDS=0)");
+  app.add_option("--output-filename", output_filename,
+                 "each rank's stdout/stderr into files under DIR (mpirun --output-filename)")
+      ->type_name("DIR");
+  app.add_option("--network-interfaces,--network-interface", nics,
+                 "only these interfaces between hosts, e.g. eth0 or eth0,ib0 "
+                 "(mpirun --mca btl_tcp_if_include and oob_tcp_if_include)")
+      ->type_name("NICS");
+  app.add_option("-p,--ssh-port", ssh_port, "ssh port of the other hosts (plm_rsh_args)")
+      ->type_name("PORT");
+  app.add_option("-i,--ssh-identity-file", ssh_identity,
+                 "ssh key for the other hosts (plm_rsh_args)")
+      ->type_name("FILE");
   app.add_flag("--verbose", o.verbose, "print the mpirun command (shell-quoted) before running");
   app.add_flag("--dry-run", o.dry_run, "print the mpirun command and exit 0 without running");
 
@@ -135,6 +167,13 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   set("--cache-capacity", capacity, &o.cache_capacity);
   set("--log-level", log_level, &o.log_level);
   set("--mpi-args", mpi_args, &o.mpi_args);
+  set("--timeline-filename", timeline, &o.timeline_path);
+  set("--stall-check-warning-time-seconds", stall_check, &o.stall_check_seconds);
+  set("--stall-check-shutdown-time-seconds", stall_shutdown, &o.stall_shutdown_seconds);
+  set("--output-filename", output_filename, &o.output_filename);
+  set("--network-interfaces", nics, &o.network_interfaces);
+  set("--ssh-port", ssh_port, &o.ssh_port);
+  set("--ssh-identity-file", ssh_identity, &o.ssh_identity_file);
 
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") {

@@ -3,6 +3,7 @@
 #include "launch_plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "settings_file.h"
 #include "shell_words.h"
@@ -45,7 +47,75 @@ bool binds_itself(const std::vector<std::string>& mpi_args) {
   return false;
 }
 
+// --log-level: 0..3, or horovodrun's names (any case).
+Status parse_log_level(const std::string& text, int* out) {
+  int64_t level = 0;
+  if (parse_flag_int("--log-level", text, 0, 3, &level).ok()) {
+    *out = static_cast<int>(level);
+    return Status::OK();
+  }
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, int> kNames[] = {{"trace", 3},   {"debug", 3}, {"info", 2},
+                                                       {"warning", 1}, {"error", 1}, {"fatal", 0}};
+  for (const auto& [name, value] : kNames) {
+    if (lower == name) {
+      *out = value;
+      return Status::OK();
+    }
+  }
+  return invalid_flag("--log-level", text,
+                      "an integer in [0, 3] or trace, debug, info, warning, error, fatal");
+}
+
+// A comma-separated list of names without blanks (interfaces).
+bool is_name_list(const std::string& text) {
+  if (text.empty() || text.front() == ',' || text.back() == ',' ||
+      text.find(",,") != std::string::npos)
+    return false;
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) || c == '\'' || c == '"';
+  });
+}
+
 }  // namespace
+
+Status horovodrun_mpirun_words(const LaunchOptions& options, std::vector<std::string>* words) {
+  std::vector<std::string> out;
+  if (options.output_filename) {
+    if (options.output_filename->empty())
+      return Status(StatusCode::kInvalidArgument, "--output-filename needs a directory");
+    out.insert(out.end(), {"--output-filename", *options.output_filename});
+  }
+  if (options.network_interfaces) {
+    const std::string& nics = *options.network_interfaces;
+    if (!is_name_list(nics))
+      return invalid_flag("--network-interfaces", nics,
+                          "interface names separated by commas, e.g. eth0 or eth0,ib0");
+    out.insert(out.end(),
+               {"--mca", "btl_tcp_if_include", nics, "--mca", "oob_tcp_if_include", nics});
+  }
+  std::string rsh_args;
+  if (options.ssh_port) {
+    int64_t port = 0;
+    Status s = parse_flag_int("--ssh-port", *options.ssh_port, 1, 65535, &port);
+    if (!s.ok()) return s;
+    rsh_args = "-p " + std::to_string(port);
+  }
+  if (options.ssh_identity_file) {
+    const std::string& file = *options.ssh_identity_file;
+    // Open MPI splits plm_rsh_args at blanks, without quotes.
+    if (!is_name_list(file) || file.find(',') != std::string::npos)
+      return invalid_flag("--ssh-identity-file", file, "a path without blanks or quotes");
+    std::ifstream in(file);
+    if (!in || std::filesystem::is_directory(file))
+      return Status(StatusCode::kIoError, "--ssh-identity-file '" + file + "' cannot be read");
+    rsh_args += (rsh_args.empty() ? "" : " ") + std::string("-i ") + file;
+  }
+  if (!rsh_args.empty()) out.insert(out.end(), {"--mca", "plm_rsh_args", rsh_args});
+  *words = std::move(out);
+  return Status::OK();
+}
 
 Status parse_flag_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi,
                       int64_t* out) {
@@ -162,15 +232,47 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
     assign(&out, "RINGSCOPE_CACHE_CAPACITY", std::to_string(capacity));
   }
   if (options.log_level) {
-    int64_t level = 0;
-    s = parse_flag_int("--log-level", *options.log_level, 0, 3, &level);
+    int level = 0;
+    s = parse_log_level(*options.log_level, &level);
     if (!s.ok()) return s;
     assign(&out, "RINGSCOPE_LOG_LEVEL", std::to_string(level));
   }
-  if (options.trace_path) {
-    if (options.trace_path->empty())
-      return Status(StatusCode::kInvalidArgument, "--trace needs a path, e.g. runs/a.sqlite");
-    assign(&out, "RINGSCOPE_TRACE", std::filesystem::absolute(*options.trace_path).string());
+  if (options.trace_path && options.timeline_path)
+    return Status(StatusCode::kInvalidArgument,
+                  "--trace and --timeline-filename exclude each other (both name the trace)");
+  if (options.trace_path || options.timeline_path) {
+    const bool timeline = options.timeline_path.has_value();
+    std::string path = timeline ? *options.timeline_path : *options.trace_path;
+    if (path.empty())
+      return Status(StatusCode::kInvalidArgument,
+                    std::string(timeline ? "--timeline-filename" : "--trace") +
+                        " needs a path, e.g. runs/a.sqlite");
+    // horovodrun's timeline is a .json; ours is SQLite, so the ending follows.
+    if (timeline && path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
+      path.replace(path.size() - 5, 5, ".sqlite");
+    assign(&out, "RINGSCOPE_TRACE", std::filesystem::absolute(path).string());
+  }
+  if (options.disable_cache) {
+    if (options.cache_capacity)
+      return Status(StatusCode::kInvalidArgument,
+                    "--disable-cache and --cache-capacity exclude each other");
+    assign(&out, "RINGSCOPE_CACHE_CAPACITY", "0");
+  }
+  if (options.hierarchical_allreduce) assign(&out, "RINGSCOPE_HIERARCHICAL_ALLREDUCE", "1");
+  if (options.no_stall_check && options.stall_check_seconds)
+    return Status(StatusCode::kInvalidArgument,
+                  "--no-stall-check and --stall-check-warning-time-seconds exclude each other");
+  if (options.no_stall_check) assign(&out, "RINGSCOPE_STALL_CHECK_SECONDS", "0");
+  for (const auto& [flag, text, variable] :
+       {std::tuple{"--stall-check-warning-time-seconds", &options.stall_check_seconds,
+                   "RINGSCOPE_STALL_CHECK_SECONDS"},
+        std::tuple{"--stall-check-shutdown-time-seconds", &options.stall_shutdown_seconds,
+                   "RINGSCOPE_STALL_SHUTDOWN_SECONDS"}}) {
+    if (!*text) continue;
+    double seconds = 0;
+    s = parse_flag_number(flag, **text, 0.0, 1e6, &seconds);
+    if (!s.ok()) return s;
+    assign(&out, variable, format_number(seconds));
   }
   if (options.autotune) assign(&out, "RINGSCOPE_AUTOTUNE", "1");
   *assignments = std::move(out);
@@ -232,9 +334,13 @@ Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root
     return Status(StatusCode::kInvalidArgument,
                   "no training command given (e.g. ringscope run -np 2 -- python train.py)");
   std::vector<std::string> mpi_args;
+  s = horovodrun_mpirun_words(options, &mpi_args);
+  if (!s.ok()) return s;
   if (options.mpi_args) {
-    s = split_shell_words(*options.mpi_args, &mpi_args);
+    std::vector<std::string> extra;
+    s = split_shell_words(*options.mpi_args, &extra);
     if (!s.ok()) return Status(StatusCode::kInvalidArgument, "--mpi-args: " + s.message());
+    mpi_args.insert(mpi_args.end(), extra.begin(), extra.end());
   }
   LaunchPlan result;
   result.np = static_cast<int>(np);

@@ -28,6 +28,17 @@ struct LaunchOptions {
   std::optional<std::string> cache_capacity;
   std::optional<std::string> log_level;
   std::optional<std::string> mpi_args;
+  // horovodrun's flags, for job scripts written for it (docs/launcher.md).
+  std::optional<std::string> timeline_path;           // --timeline-filename: the trace
+  std::optional<std::string> stall_check_seconds;     // --stall-check-warning-time-seconds
+  std::optional<std::string> stall_shutdown_seconds;  // --stall-check-shutdown-time-seconds
+  std::optional<std::string> output_filename;         // --output-filename DIR (mpirun's)
+  std::optional<std::string> network_interfaces;      // --network-interfaces eth0,ib0
+  std::optional<std::string> ssh_port;                // -p, --ssh-port
+  std::optional<std::string> ssh_identity_file;       // -i, --ssh-identity-file
+  bool disable_cache = false;                         // --disable-cache
+  bool hierarchical_allreduce = false;                // --hierarchical-allreduce
+  bool no_stall_check = false;                        // --no-stall-check
   bool autotune = false;
   bool verbose = false;
   bool dry_run = false;
@@ -82,10 +93,16 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
 std::vector<std::string> forwarded_variables(const EnvMap& env,
                                              const std::vector<EnvAssignment>& assignments);
 
+// The mpirun words for horovodrun's transport flags: --output-filename,
+// --network-interfaces (TCP and Open MPI's own channel), -p / -i (ssh).
+// Validates them.
+Status horovodrun_mpirun_words(const LaunchOptions& options, std::vector<std::string>* words);
+
 // mpirun's argument vector:
 //   mpirun [--allow-run-as-root] [--oversubscribe] [--bind-to none] --tag-output
 //          -np N [-H hosts | --hostfile FILE] [mpi args...]
 //          -x NAME=VALUE... -x NAME... command...
+// (mpi args: the horovodrun_mpirun_words, then --mpi-args.)
 // --allow-run-as-root when `as_root`; --oversubscribe when no hosts or
 // hostfile are given (a local run); --bind-to none unless `mpi_args` bind.
 std::vector<std::string> build_mpirun_argv(int np, const LaunchOptions& options,

@@ -75,6 +75,49 @@ TEST_CASE("cli: flags then the command", "[launch_cli]") {
   CHECK(o.command == Words{"python", "train.py", "--lr", "0.1", "-np", "9"});
 }
 
+TEST_CASE("cli: horovodrun's flags", "[launch_cli]") {
+  Parsed p = parse({"-np",
+                    "4",
+                    "--timeline-filename",
+                    "t.json",
+                    "--disable-cache",
+                    "--hierarchical-allreduce",
+                    "--stall-check-warning-time-seconds",
+                    "30",
+                    "--stall-check-shutdown-time-seconds",
+                    "90",
+                    "--no-stall-check",
+                    "--output-filename",
+                    "logs",
+                    "--network-interface",
+                    "eth0",
+                    "-p",
+                    "2222",
+                    "-i",
+                    "/root/.ssh/id",
+                    "--log-level",
+                    "INFO",
+                    "python",
+                    "train.py",
+                    "-p",
+                    "7"});
+  REQUIRE(p.outcome.proceed);
+  const LaunchOptions& o = p.options;
+  CHECK(o.np == std::optional<std::string>("4"));
+  CHECK(o.timeline_path == std::optional<std::string>("t.json"));
+  CHECK(o.disable_cache);
+  CHECK(o.hierarchical_allreduce);
+  CHECK(o.stall_check_seconds == std::optional<std::string>("30"));
+  CHECK(o.stall_shutdown_seconds == std::optional<std::string>("90"));
+  CHECK(o.no_stall_check);
+  CHECK(o.output_filename == std::optional<std::string>("logs"));
+  CHECK(o.network_interfaces == std::optional<std::string>("eth0"));
+  CHECK(o.ssh_port == std::optional<std::string>("2222"));
+  CHECK(o.ssh_identity_file == std::optional<std::string>("/root/.ssh/id"));
+  CHECK(o.log_level == std::optional<std::string>("INFO"));
+  CHECK(o.command == Words{"python", "train.py", "-p", "7"});  // the command's -p is its own
+}
+
 TEST_CASE("cli: -- separates the command and unset flags stay unset", "[launch_cli]") {
   Parsed p = parse({"--np=3", "--", "./prog", "--verbose", "--", "x"});
   REQUIRE(p.outcome.proceed);
@@ -117,5 +160,6 @@ TEST_CASE("cli: unknown flags and missing values and help", "[launch_cli]") {
                            "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity",
                            "--autotune", "--mpi-args", "--log-level", "--verbose", "--dry-run"})
     CHECK(p.out.find(flag) != std::string::npos);
-  CHECK(p.out.find("RINGSCOPE_AUTOTUNE_OUTPUT") != std::string::npos);  // --autotune explains itself
+  CHECK(p.out.find("RINGSCOPE_AUTOTUNE_OUTPUT") !=
+        std::string::npos);  // --autotune explains itself
 }

@@ -222,3 +222,99 @@ TEST_CASE("plan: RINGSCOPE_SETTINGS is read when --settings is absent", "[launch
   o.settings_path = dir.file("missing.json");
   CHECK(contains(plan_error(o), "cannot open"));
 }
+
+TEST_CASE("plan: horovodrun's flags become our variables and mpirun's words", "[launch_plan]") {
+  ringscope::test::TempDir dir;
+  ringscope::test::write_file(dir.file("id_key"), "key");
+  LaunchOptions o = basic();
+  o.hosts = "a:1,b:1";
+  o.timeline_path = "runs/timeline.json";
+  o.disable_cache = true;
+  o.hierarchical_allreduce = true;
+  o.stall_check_seconds = "30";
+  o.stall_shutdown_seconds = "120.5";
+  o.log_level = "WARNING";
+  o.output_filename = "logs";
+  o.network_interfaces = "eth0,ib0";
+  o.ssh_port = "2222";
+  o.ssh_identity_file = dir.file("id_key");
+  o.mpi_args = "--mca btl tcp,self";
+  LaunchPlan plan = plan_ok(o);
+  std::string trace = std::filesystem::absolute("runs/timeline.sqlite").string();
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_TRACE=" + trace));  // SQLite, so .sqlite
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_CACHE_CAPACITY=0"));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_HIERARCHICAL_ALLREDUCE=1"));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_STALL_CHECK_SECONDS=30"));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_STALL_SHUTDOWN_SECONDS=120.5"));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_LOG_LEVEL=1"));
+  // horovodrun's transport words come before --mpi-args, so those can override them
+  Words tail(std::find(plan.argv.begin(), plan.argv.end(), "--output-filename"), plan.argv.end());
+  Words want = {"--output-filename",
+                "logs",
+                "--mca",
+                "btl_tcp_if_include",
+                "eth0,ib0",
+                "--mca",
+                "oob_tcp_if_include",
+                "eth0,ib0",
+                "--mca",
+                "plm_rsh_args",
+                "-p 2222 -i " + dir.file("id_key"),
+                "--mca",
+                "btl",
+                "tcp,self"};
+  REQUIRE(tail.size() > want.size());
+  CHECK(Words(tail.begin(), tail.begin() + static_cast<long>(want.size())) == want);
+
+  LaunchOptions quiet = basic();
+  quiet.no_stall_check = true;
+  quiet.timeline_path = "tl";  // no .json: kept
+  quiet.log_level = "fatal";
+  plan = plan_ok(quiet);
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_STALL_CHECK_SECONDS=0"));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_TRACE=" + std::filesystem::absolute("tl").string()));
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_LOG_LEVEL=0"));
+}
+
+TEST_CASE("plan: horovodrun's flags are checked and conflicts named", "[launch_plan]") {
+  auto with = [](auto mutate) {
+    LaunchOptions o = basic();
+    mutate(o);
+    return plan_error(o);
+  };
+  CHECK(contains(with([](LaunchOptions& o) {
+                   o.trace_path = "a.sqlite";
+                   o.timeline_path = "t.json";
+                 }),
+                 "--trace and --timeline-filename exclude each other"));
+  CHECK(contains(with([](LaunchOptions& o) {
+                   o.disable_cache = true;
+                   o.cache_capacity = "8";
+                 }),
+                 "--disable-cache and --cache-capacity exclude each other"));
+  CHECK(contains(with([](LaunchOptions& o) {
+                   o.no_stall_check = true;
+                   o.stall_check_seconds = "5";
+                 }),
+                 "exclude each other"));
+  CHECK(contains(with([](LaunchOptions& o) { o.stall_check_seconds = "soon"; }),
+                 "--stall-check-warning-time-seconds 'soon' is invalid: expected a number"));
+  CHECK(contains(with([](LaunchOptions& o) { o.stall_shutdown_seconds = "-1"; }),
+                 "--stall-check-shutdown-time-seconds '-1'"));
+  CHECK(contains(with([](LaunchOptions& o) { o.log_level = "loud"; }),
+                 "--log-level 'loud' is invalid: expected an integer in [0, 3] or trace"));
+  CHECK(contains(with([](LaunchOptions& o) { o.timeline_path = ""; }),
+                 "--timeline-filename needs a path"));
+  CHECK(contains(with([](LaunchOptions& o) { o.network_interfaces = "eth0, ib0"; }),
+                 "--network-interfaces 'eth0, ib0' is invalid"));
+  CHECK(contains(with([](LaunchOptions& o) { o.network_interfaces = "eth0,"; }),
+                 "--network-interfaces"));
+  CHECK(contains(with([](LaunchOptions& o) { o.ssh_port = "70000"; }),
+                 "--ssh-port '70000' is invalid: expected an integer in [1, 65535]"));
+  CHECK(contains(with([](LaunchOptions& o) { o.ssh_identity_file = "/nonexistent/key"; }),
+                 "--ssh-identity-file '/nonexistent/key' cannot be read"));
+  CHECK(contains(with([](LaunchOptions& o) { o.ssh_identity_file = "my key"; }),
+                 "a path without blanks"));
+  CHECK(contains(with([](LaunchOptions& o) { o.output_filename = ""; }),
+                 "--output-filename needs a directory"));
+}
