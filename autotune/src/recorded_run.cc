@@ -44,6 +44,7 @@ Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
       case EventKind::kMpiAllreduce:
       case EventKind::kAllgather:
       case EventKind::kBroadcast:
+      case EventKind::kReducescatter:
         out->collectives.push_back(e);
         break;
       case EventKind::kFusion:

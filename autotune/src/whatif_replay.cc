@@ -37,7 +37,7 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 Request make_request(const RecordedTensor& t) {
   Request r;
   r.name = t.name;
-  r.op = static_cast<OpType>(std::clamp(t.op, 0, 2));
+  r.op = static_cast<OpType>(std::clamp(t.op, 0, 3));
   // The trace keeps bytes, not dtype or shape: every tensor is one byte
   // vector, so all allreduces are fusable with each other.
   r.dtype = DataType::kUInt8;
@@ -347,6 +347,8 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         int64_t total = 0;
         for (int64_t d : first.first_dims) total += d;
         t += model.allgather.at(static_cast<double>(total));
+      } else if (first.tensor.op == OpType::kReducescatter) {
+        t += 0.5 * model.allreduce_ns(bytes);  // the ring's first half; settings do not touch it
       } else {
         t += model.broadcast.at(static_cast<double>(bytes));
       }

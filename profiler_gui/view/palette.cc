@@ -31,6 +31,8 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(78, 168, 222, 255);
     case EventKind::kBroadcast:
       return IM_COL32(72, 191, 227, 255);
+    case EventKind::kReducescatter:
+      return IM_COL32(96, 120, 240, 255);
     case EventKind::kNcclAllreduce:
     case EventKind::kNcclAllgather:
     case EventKind::kNcclBroadcast:
@@ -106,6 +108,8 @@ const char* kind_label(uint16_t kind) {
       return "allgather";
     case EventKind::kBroadcast:
       return "broadcast";
+    case EventKind::kReducescatter:
+      return "reducescatter";
     case EventKind::kNcclAllreduce:
       return "NCCL allreduce";
     case EventKind::kNcclAllgather:

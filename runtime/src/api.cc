@@ -10,6 +10,7 @@
 #include "device_collectives.h"
 #include "local_transport.h"
 #include "mpi_transport.h"
+#include "ring_chunks.h"
 #include "ringscope/ringscope_mpi.h"
 #include "runtime.h"
 
@@ -215,6 +216,29 @@ Status allgather_async(const std::string& name, DataType dtype, const Shape& sha
   return rt->submit(std::move(e));
 }
 
+Status reducescatter_async(const std::string& name, DataType dtype, const Shape& shape,
+                           const void* input, void* output, ReduceOp op, DoneCallback done,
+                           double prescale, double postscale, Device device) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  TensorEntry e = make_entry(
+      Request{name, OpType::kReducescatter, dtype, op, 0, prescale, postscale, shape}, device);
+  e.input = input;
+  e.output = output;
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
+
+int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
+  if (rows <= 0 || ranks <= 0 || rank < 0 || rank >= ranks) return 0;
+  return static_cast<int64_t>(ChunkLayout{static_cast<size_t>(rows), ranks}.chunk_count(rank));
+}
+
+int64_t reducescatter_first_row(int64_t rows, int ranks, int rank) {
+  if (rows <= 0 || ranks <= 0 || rank < 0 || rank >= ranks) return 0;
+  return static_cast<int64_t>(ChunkLayout{static_cast<size_t>(rows), ranks}.chunk_offset(rank));
+}
+
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                        int root_rank, DoneCallback done, Device device) {
   Runtime* rt = current();
@@ -271,6 +295,14 @@ Status broadcast(const std::string& name, DataType dtype, const Shape& shape, vo
                  int root_rank, Device device) {
   return wait_for([&](DoneCallback cb) {
     return broadcast_async(name, dtype, shape, buffer, root_rank, std::move(cb), device);
+  });
+}
+
+Status reducescatter(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                     void* output, ReduceOp op, double prescale, double postscale) {
+  return wait_for([&](DoneCallback cb) {
+    return reducescatter_async(name, dtype, shape, input, output, op, std::move(cb), prescale,
+                               postscale);
   });
 }
 

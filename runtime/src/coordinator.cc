@@ -43,7 +43,7 @@ bool describe_disagreement(const std::string& name, const std::vector<std::optio
       {"device (host or GPU)",
        [](const Request& r) { return std::string(r.on_device() ? "GPU" : "host"); }},
   };
-  if (op == OpType::kAllreduce) {
+  if (reduces(op)) {
     checks.push_back(
         {"reduce op", [](const Request& r) { return std::string(reduce_op_name(r.reduce)); }});
     checks.push_back(
@@ -83,7 +83,7 @@ bool all_agree(const std::vector<std::optional<Request>>& reqs) {
   for (const auto& r : reqs) {
     const Request& b = *r;
     if (b.op != a.op || b.dtype != a.dtype || b.on_device() != a.on_device()) return false;
-    if (a.op == OpType::kAllreduce &&
+    if (reduces(a.op) &&
         (b.reduce != a.reduce || b.prescale != a.prescale || b.postscale != a.postscale))
       return false;
     if (a.op == OpType::kBroadcast && b.root != a.root) return false;

@@ -79,7 +79,7 @@ bool get_request(Reader& rd, Request* r) {
       !rd.get(&r->root) || !rd.get(&r->prescale) || !rd.get(&r->postscale) || !rd.i64s(&r->shape) ||
       !rd.get(&r->device))
     return false;
-  if (op > 2 || dtype > 6 || reduce > 3) return false;
+  if (op > 3 || dtype > 6 || reduce > 3) return false;
   r->op = static_cast<OpType>(op);
   r->dtype = static_cast<DataType>(dtype);
   r->reduce = static_cast<ReduceOp>(reduce);
@@ -100,6 +100,8 @@ const char* op_type_name(OpType op) {
       return "allgather";
     case OpType::kBroadcast:
       return "broadcast";
+    case OpType::kReducescatter:
+      return "reducescatter";
   }
   return "?";
 }

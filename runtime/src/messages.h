@@ -11,8 +11,10 @@
 
 namespace ringscope {
 
-enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kReducescatter = 3 };
 const char* op_type_name(OpType op);
+// Ops that combine values with a ReduceOp and scale factors.
+inline bool reduces(OpType op) { return op == OpType::kAllreduce || op == OpType::kReducescatter; }
 
 // One rank's wish to run a collective on a named tensor.
 struct Request {

@@ -84,6 +84,8 @@ Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<R
       return device_->allgather(first, r, entries[first], ctx);
     case OpType::kBroadcast:
       return device_->broadcast(first, r, entries[first], ctx);
+    case OpType::kReducescatter:
+      break;  // refused at submit (Runtime::submit): never reaches the device
   }
   return Status(StatusCode::kInternal, "unknown op", transport_->rank());
 }
@@ -126,6 +128,9 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
       case OpType::kBroadcast:
         s = run_broadcast(first, r, *entries[first], p);
         break;
+      case OpType::kReducescatter:
+        s = run_reducescatter(first, r, *entries[first], p, &local);
+        break;
     }
     if (!s.ok()) {
       // A broken collective fails this op and everything not yet run.
@@ -155,7 +160,7 @@ Status ResponseExecutor::reserve_agreed(AgreedHostBuffer& buffer, size_t bytes,
   Status short_of;
   Status s = buffer.reserve(*transport_, bytes, Deadline::after(p.timeout_seconds), &short_of);
   if (s.ok() && !short_of.ok()) {
-    std::string op = "allreduce of '" + first.name + "'";
+    std::string op = std::string(op_type_name(first.op)) + " of '" + first.name + "'";
     if (g.fused()) op += " (fused with " + std::to_string(g.members.size() - 1) + " more)";
     *result =
         Status(short_of.code(), op + ": " + short_of.message(), short_of.rank(), short_of.peer());

@@ -112,6 +112,9 @@ class ResponseExecutor {
   Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
                        Status* result);
   Status run_broadcast(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p);
+  // response_executor_reducescatter.cc
+  Status run_reducescatter(size_t index, const Response& r, TensorEntry& e,
+                           const ExecutionParams& p, Status* result);
   CollectiveContext context(const ExecutionParams& p, int32_t seq_index, int32_t name_id);
   void record(const ExecutionParams& p, EventKind kind, int64_t start, int32_t seq_index,
               int32_t name_id, int64_t bytes, int64_t value = 0, int32_t aux = 0,

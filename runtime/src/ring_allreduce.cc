@@ -25,6 +25,59 @@ size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size) {
   return 2 * ChunkLayout{count, ranks}.max_chunk_count() * elem_size;
 }
 
+Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* base,
+                                 const ChunkLayout& chunks, DataType dtype, ReduceOp op, int shift,
+                                 std::vector<PendingOpPtr>* sends) {
+  Transport& t = *ctx.transport;
+  const int n = t.size(), r = t.rank();
+  const size_t es = dtype_size(dtype);
+  const int right = ring_mod(r + 1, n), left = ring_mod(r - 1, n);
+  const size_t seg_elems =
+      segment_elements(chunks.max_chunk_count(), es, ctx.min_segment_bytes, ctx.max_segment_bytes);
+  auto segments_of = [&](int c) { return Segments{chunks.chunk_count(c), seg_elems}; };
+  auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
+
+  const size_t scratch_half = chunks.max_chunk_count() * es;
+  if (!ctx.scratch->reserve(2 * scratch_half))
+    return Status(StatusCode::kOutOfMemory, "cannot allocate ring scratch", r);
+  uint8_t* scratch[2] = {ctx.scratch->data(), ctx.scratch->data() + scratch_half};
+
+  auto post_recvs = [&](int s) {
+    std::vector<PendingOpPtr> recvs;
+    const int c = ring_mod(r - s - 1 + shift, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j)
+      recvs.push_back(t.irecv(left, scratch[s & 1] + segs.offset(j) * es, segs.length(j) * es,
+                              kTagRingReduceScatter));
+    return recvs;
+  };
+  {
+    const int first = ring_mod(r + shift, n);
+    const Segments segs = segments_of(first);
+    for (size_t j = 0; j < segs.count(); ++j)
+      sends->push_back(t.isend(right, at(first, j), segs.length(j) * es, kTagRingReduceScatter));
+  }
+  std::vector<PendingOpPtr> recvs = post_recvs(0);
+  for (int s = 0; s < n - 1; ++s) {
+    const int64_t start = ctx.now();
+    std::vector<PendingOpPtr> next;
+    if (s + 1 < n - 1) next = post_recvs(s + 1);
+    const int c = ring_mod(r - s - 1 + shift, n);
+    const Segments segs = segments_of(c);
+    for (size_t j = 0; j < segs.count(); ++j) {
+      Status st = wait_op(*recvs[j], ctx.deadline());
+      if (!st.ok()) return st;
+      reduce_into(dtype, op, at(c, j), scratch[s & 1] + segs.offset(j) * es, segs.length(j));
+      if (s + 1 < n - 1)
+        sends->push_back(t.isend(right, at(c, j), segs.length(j) * es, kTagRingReduceScatter));
+    }
+    ctx.record_step(EventKind::kRingReduceScatter, start, s, right, left,
+                    static_cast<int64_t>(segs.total * es));
+    recvs = std::move(next);
+  }
+  return Status::OK();
+}
+
 Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, DataType dtype,
                       ReduceOp op) {
   Transport& t = *ctx.transport;
@@ -39,48 +92,12 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
   uint8_t* base = static_cast<uint8_t*>(data);
   auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
 
-  const size_t scratch_half = chunks.max_chunk_count() * es;
-  if (!ctx.scratch->reserve(ring_allreduce_scratch_bytes(count, n, es)))
-    return Status(StatusCode::kOutOfMemory, "cannot allocate ring scratch", r);
-  uint8_t* scratch[2] = {ctx.scratch->data(), ctx.scratch->data() + scratch_half};
-
-  std::vector<PendingOpPtr> sends;
-  auto post_recvs = [&](int s) {
-    std::vector<PendingOpPtr> recvs;
-    const int c = ring_mod(r - s - 1, n);
-    const Segments segs = segments_of(c);
-    for (size_t j = 0; j < segs.count(); ++j)
-      recvs.push_back(t.irecv(left, scratch[s & 1] + segs.offset(j) * es, segs.length(j) * es,
-                              kTagRingReduceScatter));
-    return recvs;
-  };
-
   // ---- Phase 1: reduce-scatter (n-1 steps) ----
-  {
-    const Segments own = segments_of(r);
-    for (size_t j = 0; j < own.count(); ++j)
-      sends.push_back(t.isend(right, at(r, j), own.length(j) * es, kTagRingReduceScatter));
-  }
-  std::vector<PendingOpPtr> recvs = post_recvs(0);
-  for (int s = 0; s < n - 1; ++s) {
-    const int64_t start = ctx.now();
-    std::vector<PendingOpPtr> next;
-    if (s + 1 < n - 1) next = post_recvs(s + 1);
-    const int c = ring_mod(r - s - 1, n);
-    const Segments segs = segments_of(c);
-    for (size_t j = 0; j < segs.count(); ++j) {
-      Status st = wait_op(*recvs[j], ctx.deadline());
-      if (!st.ok()) return st;
-      reduce_into(dtype, op, at(c, j), scratch[s & 1] + segs.offset(j) * es, segs.length(j));
-      if (s + 1 < n - 1)
-        sends.push_back(t.isend(right, at(c, j), segs.length(j) * es, kTagRingReduceScatter));
-    }
-    ctx.record_step(EventKind::kRingReduceScatter, start, s, right, left,
-                    static_cast<int64_t>(segs.total * es));
-    recvs = std::move(next);
-  }
+  std::vector<PendingOpPtr> sends;
+  Status st = ring_reduce_scatter_steps(ctx, base, chunks, dtype, op, 0, &sends);
+  if (!st.ok()) return st;
   // Allgather overwrites chunks that reduce-scatter sends still read from.
-  Status st = wait_all(sends, ctx.deadline());
+  st = wait_all(sends, ctx.deadline());
   if (!st.ok()) return st;
 
   // ---- Phase 2: allgather (n-1 steps) ----

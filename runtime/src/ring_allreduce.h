@@ -1,7 +1,10 @@
 // Pipelined ring allreduce (reduce-scatter, then allgather) over Transport.
 #pragma once
 
+#include <vector>
+
 #include "collective_context.h"
+#include "ring_chunks.h"
 
 namespace ringscope {
 
@@ -13,5 +16,15 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
 
 // The scratch (ctx.scratch) it needs: two chunks' worth of receive space.
 size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size);
+
+// Phase 1 alone (also ring_reducescatter's): n-1 steps after which rank r
+// holds chunk ring_mod(r + 1 + shift, n) of `data` reduced over every rank
+// (ring_allreduce passes shift 0; shift -1 leaves rank r its own chunk r).
+// Sends still in flight are appended to *sends: wait for them before the
+// chunks they read are written. Needs 2 * chunks.max_chunk_count() elements
+// of ctx.scratch. Requires at least 2 ranks.
+Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* data,
+                                 const ChunkLayout& chunks, DataType dtype, ReduceOp op, int shift,
+                                 std::vector<PendingOpPtr>* sends);
 
 }  // namespace ringscope

@@ -1,7 +1,8 @@
 // Ring arithmetic shared by the ring collectives.
 //   chunk   : one of n near-equal parts of a buffer; chunk i is the part that
 //             travels around the ring starting at rank i. The first count % n
-//             chunks hold one extra element, so chunks may be empty.
+//             chunks hold one extra element, so chunks may be empty. With a
+//             unit (a reducescatter's row), chunks hold whole units instead.
 //   segment : a piece of a chunk sent as one message, so that receiving
 //             segment j+1 overlaps reducing (or forwarding) segment j.
 //   step    : one round in which every rank sends one chunk to its right
@@ -18,15 +19,16 @@ inline int ring_mod(int a, int n) { return ((a % n) + n) % n; }
 struct ChunkLayout {
   size_t count = 0;  // total elements
   int parts = 1;     // number of chunks (ranks)
+  size_t unit = 1;   // chunks hold whole units (a reducescatter's rows); divides count
 
   size_t chunk_count(int i) const {
-    size_t base = count / parts, extra = count % parts;
-    return base + (static_cast<size_t>(i) < extra ? 1 : 0);
+    size_t units = count / unit, base = units / parts, extra = units % parts;
+    return (base + (static_cast<size_t>(i) < extra ? 1 : 0)) * unit;
   }
   size_t chunk_offset(int i) const {
-    size_t base = count / parts, extra = count % parts;
+    size_t units = count / unit, base = units / parts, extra = units % parts;
     size_t ii = static_cast<size_t>(i);
-    return ii * base + std::min(ii, extra);
+    return (ii * base + std::min(ii, extra)) * unit;
   }
   size_t max_chunk_count() const { return chunk_count(0); }
 };

@@ -15,6 +15,7 @@
 
 #include "control_vector.h"
 #include "gpu_plan.h"
+#include "submission_checks.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -134,19 +135,7 @@ void Runtime::shutdown() {
 
 Status Runtime::submit(TensorEntry entry) {
   const Request& r = entry.req;
-  if (r.name.empty()) return Status(StatusCode::kInvalidArgument, "tensor name is empty", rank());
-  for (int64_t d : r.shape)
-    if (d < 0)
-      return Status(StatusCode::kInvalidArgument,
-                    "tensor '" + r.name + "' has a negative dimension " + shape_string(r.shape),
-                    rank());
-  const bool has_data = num_elements(r.shape) > 0;
-  if (has_data && (!entry.input || (r.op != OpType::kAllgather && !entry.output)))
-    return Status(StatusCode::kInvalidArgument, "tensor '" + r.name + "' has a null buffer",
-                  rank());
-  if (r.op == OpType::kAllgather && !entry.allocate)
-    return Status(StatusCode::kInvalidArgument,
-                  "allgather of '" + r.name + "' needs an output allocator", rank());
+  if (Status s = check_submission(entry, rank(), size()); !s.ok()) return s;
   if (r.on_device()) {
     Status s = check_device(r);
     if (!s.ok()) return s;

@@ -154,6 +154,34 @@ TEST_CASE("public API: a 64 MiB allreduce, allgather and broadcast", "[mpi]") {
   for (float v : b) REQUIRE(v == static_cast<float>(root));
 }
 
+TEST_CASE("public API: reducescatter of every dtype and op with rows fewer than ranks and many",
+          "[mpi]") {
+  const int n = ringscope::size(), r = ringscope::rank();
+  int salt = 100;
+  for (DataType t : all_dtypes())
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax})
+      for (int64_t rows : {int64_t{0}, int64_t{n > 1 ? n - 1 : 1}, int64_t{1001}}) {
+        ++salt;
+        const size_t width = 2, count = static_cast<size_t>(rows) * width;
+        const double pre = (op == ReduceOp::kSum && t != DataType::kUInt8) ? 0.5 : 1.0;
+        const double post = (op == ReduceOp::kMax) ? 2.0 : 1.0;
+        std::vector<uint8_t> in = make_input(t, r, count, salt);
+        const size_t first = static_cast<size_t>(ringscope::reducescatter_first_row(rows, n, r));
+        const size_t mine = static_cast<size_t>(ringscope::reducescatter_rows(rows, n, r));
+        std::vector<uint8_t> out(mine * width * dtype_size(t) + 1);
+        Status s = ringscope::reducescatter("rs" + std::to_string(salt), t, {rows, 2}, in.data(),
+                                            mine ? out.data() : nullptr, op, pre, post);
+        INFO(s.to_string());
+        REQUIRE(s.ok());
+        for (size_t i = 0; i < mine * width; ++i) {
+          const double want = expected_allreduce(t, op, n, first * width + i, pre, post, salt);
+          const double got = get_element(t, out.data(), i);
+          INFO(dtype_name(t) << " " << reduce_op_name(op) << " rows " << rows << " i " << i);
+          REQUIRE(std::abs(got - want) <= tolerance(t, want));
+        }
+      }
+}
+
 TEST_CASE("public API: submission order differs per rank, several threads", "[mpi]") {
   const int n = ringscope::size(), r = ringscope::rank();
   const int threads = 3, per_thread = 20;

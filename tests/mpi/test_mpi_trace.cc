@@ -105,6 +105,21 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
   std::vector<float> late(16, 1.0f);
   REQUIRE(run(*rt, "late", late).ok());
   ++submitted;
+  // A reducescatter of 5 rows: REDUCESCATTER with its n-1 ring steps.
+  {
+    std::vector<float> rows(5 * 64, 1.0f), mine(5 * 64);
+    std::promise<Status> done;
+    TensorEntry e;
+    e.req = Request{"scatter", OpType::kReducescatter, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1,
+                    {5, 64}};
+    e.input = rows.data();
+    e.output = mine.data();
+    e.done = [&done](const Status& s) { done.set_value(s); };
+    REQUIRE(rt->submit(std::move(e)).ok());
+    REQUIRE(done.get_future().get().ok());
+    CHECK(mine[0] == static_cast<float>(n));
+    ++submitted;
+  }
   const Runtime::Counters counters = rt->counters();
   rt->shutdown();  // closes the trace, with the end clock offset
   MPI_Barrier(MPI_COMM_WORLD);
@@ -116,7 +131,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
   {
     TraceReader mine;
     REQUIRE(mine.open({per_rank_trace_path(base, rank)}).ok());
-    int enqueues = 0, steps_marked = 0, shared_memory = 0, other_algorithm = 0;
+    int enqueues = 0, steps_marked = 0, shared_memory = 0, other_algorithm = 0, scatters = 0;
     REQUIRE(mine.scan_events(rank,
                              [&](const StoredEvent& s) {
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kEnqueue))
@@ -125,6 +140,8 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
                                  ++steps_marked;
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kFusion))
                                  ++fusions_here;
+                               if (s.event.kind == static_cast<uint16_t>(EventKind::kReducescatter))
+                                 ++scatters;
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kAllreduce))
                                  ++(s.event.value == kAlgorithmSharedMemory ? shared_memory
                                                                             : other_algorithm);
@@ -141,6 +158,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     else
       CHECK(shared_memory == 0);
     CHECK(other_algorithm >= 1);  // the late 64-byte tensor
+    CHECK(scatters == 1);
     (void)counters;
   }
   std::vector<int> fusions(n);

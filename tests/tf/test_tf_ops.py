@@ -1,6 +1,7 @@
 """TensorFlow ops against a numpy reference, under mpirun (np=2 and 3):
 every dtype and reduce op, scale factors, allgather with per-rank dim 0,
-broadcast, grouped and sparse allreduce, fp16 compression, eager and
+reducescatter (rows split as Horovod does), broadcast, grouped and sparse
+allreduce, fp16 compression, eager and
 tf.function, shape functions, errors raised on every rank with the message,
 DistributedGradientTape and broadcast_variables."""
 
@@ -59,6 +60,51 @@ def allgather_with_different_first_dims():
         y = hvd.allgather(x, name=f"gather/{dtype.name}")
         want = np.concatenate([np.full((r + 1, 3), r) for r in range(N)])
         assert_close(tf.cast(y, tf.float64).numpy(), want, dtype, "allgather")
+
+
+@test
+def reducescatter_gives_each_rank_its_rows_of_every_dtype_and_op():
+    salt = 50
+    for dtype in DTYPES:
+        integer = dtype in (tf.uint8, tf.int32, tf.int64)
+        for op in (hvd.Sum, hvd.Average, hvd.Min, hvd.Max):
+            for rows in (N - 1 if N > 1 else 1, 2 * N + 1):  # fewer rows than ranks, and more
+                salt += 1
+                shape = (rows, 4)
+                x = tf.cast(rank_values(R, shape, salt), dtype)
+                post = 2.0 if op == hvd.Max else 1.0
+                y = hvd.reducescatter(x, op=op, postscale_factor=post, name=f"rs/{salt}")
+                first = sum(rows // N + (r < rows % N) for r in range(R))
+                mine = rows // N + (R < rows % N)
+                want = reference(op, shape, salt, post=post, integer=integer)[first:first + mine]
+                assert y.shape == (mine, 4), (y.shape, mine)
+                assert_close(tf.cast(y, tf.float64).numpy(), want, dtype,
+                             f"reducescatter {dtype.name} op {op} rows {rows}")
+    # grouped, and inside a tf.function (dim 0 of the result is unknown there)
+    outs = hvd.grouped_reducescatter([tf.ones([N, 2]), tf.ones([3 * N])], op=hvd.Sum,
+                                     name="rs/grouped")
+    assert [o.shape for o in outs] == [(1, 2), (3,)], [o.shape for o in outs]
+    assert np.all(outs[0].numpy() == N) and np.all(outs[1].numpy() == N)
+    f = tf.function(lambda t: hvd.reducescatter(t, name="rs/fn"))
+    assert f(tf.fill([N, 3], float(R))).numpy().tolist() == [[(N - 1) / 2] * 3]
+    gathered = hvd.grouped_allgather([tf.fill([R + 1], R), tf.fill([1, 2], R)], name="ag/grouped")
+    assert gathered[0].shape == (N * (N + 1) // 2,) and gathered[1].shape == (N, 2)
+
+
+@test
+def reducescatter_errors_reach_every_rank_with_the_message():
+    try:
+        hvd.reducescatter(tf.ones([4 + R]), name="rs/mismatch")
+    except tf.errors.InvalidArgumentError as e:
+        assert "rs/mismatch" in str(e) and "shape" in str(e), str(e)
+    else:
+        raise AssertionError("a reducescatter of different shapes succeeded")
+    try:
+        hvd.reducescatter(tf.constant(1.0), name="rs/scalar")
+    except (tf.errors.InvalidArgumentError, ValueError) as e:
+        assert "dimension" in str(e) or "rank" in str(e), str(e)
+    else:
+        raise AssertionError("a scalar reducescatter succeeded")
 
 
 @test

@@ -1,5 +1,5 @@
 // TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
-// for allreduce, allgather and broadcast. Each op hands its tensor to
+// for allreduce, allgather, broadcast and reducescatter. Each op hands its tensor to
 // ringscope under the name given by Python (derived from the TF op or
 // variable name, so traces show names the user recognises) and completes
 // TensorFlow's `done` from ringscope's callback, carrying any error message.
@@ -72,7 +72,7 @@ tf::Status to_tf_status(const ringscope::Status& s) {
   }
 }
 
-// Shared part of the three kernels: attributes, dtype, the callback.
+// Shared part of the kernels: attributes, dtype, the callback.
 class RingscopeKernel : public tf::AsyncOpKernel {
  public:
   explicit RingscopeKernel(tf::OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
@@ -128,9 +128,37 @@ class AllreduceOp : public RingscopeKernel {
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
- private:
+ protected:
   ringscope::ReduceOp reduce_op_ = ringscope::ReduceOp::kSum;
   float prescale_ = 1.0f, postscale_ = 1.0f;
+};
+
+// The attributes of an allreduce; the output is this rank's rows only.
+class ReducescatterOp : public AllreduceOp {
+ public:
+  using AllreduceOp::AllreduceOp;
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const tf::Tensor& in = ctx->input(0);
+    OP_REQUIRES_ASYNC(ctx, in.dims() >= 1,
+                      tf::errors::InvalidArgument("ringscope reducescatter of '", tensor_name_,
+                                                  "' needs a tensor with at least one dimension"),
+                      done);
+    const int n = ringscope::size(), r = ringscope::rank();
+    OP_REQUIRES_ASYNC(ctx, n > 0,
+                      tf::errors::FailedPrecondition("ringscope is not initialised: call init()"),
+                      done);
+    tf::TensorShape out_shape = in.shape();
+    out_shape.set_dim(0, ringscope::reducescatter_rows(in.dim_size(0), n, r));
+    tf::Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, out_shape, &out), done);
+    ringscope::Status s = ringscope::reducescatter_async(
+        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
+        const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
+        postscale_);
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
 };
 
 class AllgatherOp : public RingscopeKernel {
@@ -249,6 +277,25 @@ REGISTER_OP("RingscopeAllgather")
     })
     .Doc("Concatenation along dim 0 of `tensor` from every rank, in rank order.");
 
+REGISTER_OP("RingscopeReducescatter")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("reduce_op: int = 1")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .Attr("tensor_name: string = ''")
+    .Input("tensor: T")
+    .Output("output: T")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      tf::shape_inference::ShapeHandle in, out;
+      TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 1, &in));
+      TF_RETURN_IF_ERROR(c->ReplaceDim(in, 0, c->UnknownDim(), &out));  // this rank's rows
+      c->set_output(0, out);
+      return tf::Status();
+    })
+    .Doc("Reduction of `tensor` across all ranks, split along dim 0: this rank's rows (the first "
+         "dim0 % size ranks get one more).");
+
 REGISTER_OP("RingscopeBroadcast")
     .Attr(RINGSCOPE_TYPES)
     .Attr("root_rank: int")
@@ -265,3 +312,4 @@ REGISTER_OP("RingscopeBroadcast")
 REGISTER_KERNEL_BUILDER(Name("RingscopeAllreduce").Device(tf::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("RingscopeReducescatter").Device(tf::DEVICE_CPU), ReducescatterOp);

@@ -19,6 +19,7 @@ struct RankScan {
   std::set<CollectiveKey> halving_doubling;                 // allreduces using it
   std::set<CollectiveKey> shared_memory;                    // allreduces using it
   std::map<CollectiveKey, int> doubling_steps;
+  std::map<CollectiveKey, int64_t> reducescatter_bytes;
   int64_t dropped_marked = 0;
 };
 
@@ -26,7 +27,8 @@ bool is_checked_collective(uint16_t kind) {
   return kind == static_cast<uint16_t>(EventKind::kAllreduce) ||
          kind == static_cast<uint16_t>(EventKind::kMpiAllreduce) ||
          kind == static_cast<uint16_t>(EventKind::kAllgather) ||
-         kind == static_cast<uint16_t>(EventKind::kBroadcast);
+         kind == static_cast<uint16_t>(EventKind::kBroadcast) ||
+         kind == static_cast<uint16_t>(EventKind::kReducescatter);
 }
 
 std::string key_text(const CollectiveKey& key) {
@@ -68,6 +70,8 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
       } else if (is_checked_collective(e.kind)) {
         scan->collectives[key] = e.kind;
         if (e.kind == static_cast<uint16_t>(EventKind::kMpiAllreduce)) scan->non_ring.insert(key);
+        if (e.kind == static_cast<uint16_t>(EventKind::kReducescatter))
+          scan->reducescatter_bytes[key] = e.bytes;
         if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce) &&
             e.value == kAlgorithmRecursiveDoubling)
           scan->recursive_doubling.insert(key);
@@ -141,12 +145,26 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
     }
   }
 
-  // 2(n-1) ring steps per ring allreduce; no step outside a collective.
+  // 2(n-1) ring steps per ring allreduce, n-1 per reducescatter; no step
+  // outside a collective.
   const int n = world > 0 ? world : static_cast<int>(reader.ranks().size());
   int p = 1, log2p = 0;  // the largest power of two <= n
   while (p * 2 <= n) p *= 2, ++log2p;
   for (const auto& [rank, scan] : scans) {
     for (const auto& [key, kind] : scan.collectives) {
+      if (kind == static_cast<uint16_t>(EventKind::kReducescatter) && n > 1) {
+        // n-1 reduce-scatter steps (none for an empty tensor), no allgather.
+        auto it = scan.ring_steps.find(key);
+        const auto [rs, ag] = it == scan.ring_steps.end() ? std::pair<int, int>{0, 0} : it->second;
+        const int expected = scan.reducescatter_bytes.at(key) > 0 ? n - 1 : 0;
+        if (rs != expected || ag != 0)
+          reporter.violation("ring-steps", "rank " + std::to_string(rank) + ": reducescatter " +
+                                               key_text(key) + " has " + std::to_string(rs) +
+                                               " reduce-scatter + " + std::to_string(ag) +
+                                               " allgather steps; expected " +
+                                               std::to_string(expected) + " + 0");
+        continue;
+      }
       if (kind != static_cast<uint16_t>(EventKind::kAllreduce) || n <= 1 ||
           scan.non_ring.count(key))
         continue;

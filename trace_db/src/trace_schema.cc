@@ -72,6 +72,9 @@ constexpr EventKindInfo kKinds[] = {
      "shard, peer_send = nodes"},
     {K::kNcclNodeAllgather, "NCCL_NODE_ALLGATHER", L::kRing, true,
      "hierarchical allreduce: NCCL allgather inside the node; device times as above"},
+    {K::kReducescatter, "REDUCESCATTER", L::kCollective, true,
+     "whole reducescatter collective; bytes = the input's payload, value = algorithm (0 ring: "
+     "n-1 RING_REDUCE_SCATTER steps), aux = rows this rank kept"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

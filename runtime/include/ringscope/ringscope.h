@@ -162,6 +162,18 @@ Status allreduce_async(const std::string& name, DataType dtype, const Shape& sha
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
                        Device device = Device::cpu());
+// Reduces like allreduce, then splits the result along dim 0: this rank's
+// `output` gets its rows, reducescatter_rows(shape[0], size(), rank()) of
+// them starting at row reducescatter_first_row(...); the first
+// shape[0] % size() ranks get one row more than the others (Horovod's
+// split). Every rank submits the same shape (at least one dimension). Host
+// memory only: device tensors fail with kUnimplemented.
+Status reducescatter_async(const std::string& name, DataType dtype, const Shape& shape,
+                           const void* input, void* output, ReduceOp op, DoneCallback done,
+                           double prescale = 1.0, double postscale = 1.0,
+                           Device device = Device::cpu());
+int64_t reducescatter_rows(int64_t rows, int ranks, int rank);
+int64_t reducescatter_first_row(int64_t rows, int ranks, int rank);
 // In place: `buffer` on root_rank is sent to every rank's `buffer`.
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                        int root_rank, DoneCallback done, Device device = Device::cpu());
@@ -174,6 +186,8 @@ Status allgather(const std::string& name, DataType dtype, const Shape& shape, co
                  std::vector<uint8_t>* output, Shape* output_shape);
 Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                  int root_rank, Device device = Device::cpu());
+Status reducescatter(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                     void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0);
 
 // Tracing (see docs/trace-schema.md). start_trace is collective: every rank
 // calls it; each writes <base>.rank<r>.sqlite. RINGSCOPE_TRACE=<base> starts

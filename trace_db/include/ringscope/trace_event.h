@@ -43,6 +43,7 @@ enum class EventKind : uint16_t {
   kGpuCopyOut = 30,             // span: copy kernel out of it / postscale (device times)
   kHierarchicalCross = 31,      // span: hierarchical allreduce's cross-node step (host)
   kNcclNodeAllgather = 32,      // span: NCCL allgather in a node, hierarchical (device times)
+  kReducescatter = 33,          // span: a whole reducescatter collective (aux = rows kept)
 };
 
 // Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted

@@ -24,7 +24,8 @@ enum class Lane : uint8_t {
   kCycle = 0,        // kCycle
   kNegotiation = 1,  // kEnqueue, kNegotiate, kReady
   kFusion = 2,       // kFusion, kFusionMember, kMemcpyIn, kMemcpyOut
-  kCollective = 3,   // whole collectives: kAllreduce, kMpiAllreduce, kAllgather, kBroadcast, kNccl*
+  kCollective = 3,   // whole collectives: kAllreduce, kMpiAllreduce, kAllgather, kBroadcast,
+                     // kReducescatter, kNccl*
   kRing = 4,         // steps: kRingReduceScatter, kRingAllgather, kAllgatherStep, kBroadcastStep
   kCallback = 5,     // kCallback
   kSettings = 6,     // kSettings

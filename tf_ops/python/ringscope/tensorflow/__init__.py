@@ -33,7 +33,7 @@ __all__ = [
     "broadcast_object", "allgather_object", "barrier", "start_timeline", "stop_timeline",
     "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
-    "ccl_built",
+    "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -212,6 +212,37 @@ def allgather(tensor, name=None):
     """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
     return _ops.ringscope_allgather(tf.convert_to_tensor(tensor),
                                     tensor_name=_auto_name("allgather", name))
+
+
+def grouped_allgather(tensors, name=None):
+    """Allgathers a list of tensors (each one's dim 0 may differ per rank)."""
+    base = _auto_name("grouped_allgather", name)
+    return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(tensors)]
+
+
+def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  compression=Compression.none):
+    """Reduces ``tensor`` over all ranks (default: Average) and returns this
+    rank's rows of the result along dim 0: the first dim0 % size() ranks get
+    one row more than the others, as in Horovod. ``op``: Sum, Average, Min
+    or Max. CPU tensors; every rank passes the same shape."""
+    op = _reduce_op(op, None)
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, ctx = compression.compress(tensor)
+    out = _ops.ringscope_reducescatter(
+        compressed, reduce_op=op, prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
+        tensor_name=_auto_name("reducescatter", name))
+    return compression.decompress(out, ctx)
+
+
+def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
+                          postscale_factor=1.0, compression=Compression.none):
+    """reducescatter of each tensor of a list, submitted together."""
+    base = _auto_name("grouped_reducescatter", name)
+    return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
+                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                          compression=compression) for i, t in enumerate(tensors)]
 
 
 def broadcast(tensor, root_rank, name=None):

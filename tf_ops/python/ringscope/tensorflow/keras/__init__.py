@@ -7,7 +7,7 @@
     model.fit(x, y, callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0),
                                hvd.callbacks.MetricAverageCallback()])
 
-allreduce, allgather and broadcast here take values (numbers, lists,
+allreduce, allgather, broadcast and reducescatter here take values (numbers, lists,
 numpy arrays, tensors) and return numpy arrays, as Horovod's Keras
 functions do; the tensor versions are in ringscope.tensorflow.
 """
@@ -82,6 +82,14 @@ def broadcast(value, root_rank, name=None):
     from ringscope.tensorflow import broadcast as _broadcast
 
     return _broadcast(tf.convert_to_tensor(value), root_rank, name=name).numpy()
+
+
+def reducescatter(value, name=None, op=None):
+    """This rank's rows of the reduction (default: the average) of ``value``
+    over all ranks; returns numpy."""
+    from ringscope.tensorflow import reducescatter as _reducescatter
+
+    return _reducescatter(tf.convert_to_tensor(value), op=op, name=name).numpy()
 
 
 def broadcast_global_variables(root_rank):
