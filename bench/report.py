@@ -51,6 +51,21 @@ for np_ in (2, 4):
               f"{r['mpi_algbw_gbps']:.2f} / {r['mpi_busbw_gbps']:.2f} | "
               f"{r['ours_algbw_gbps']:.2f} / {r['ours_busbw_gbps']:.2f} | **{r['ours_over_mpi']:.2f}** |")
 
+scatters = [("reducescatter_np2.json", "np=2"), ("reducescatter_np4.json", "np=4"),
+            ("two_hosts_reducescatter_1+1.json", "two hosts, 1+1 ranks")]
+for name, title in scatters:
+    d = load(name)
+    if not d:
+        continue
+    print(f"\n#### Reducescatter sweep, {title} (size = the whole tensor; busbw = algbw × (n−1)/n)\n")
+    print("| size | MPI_Reduce_scatter µs | ring µs | ringscope end-to-end µs | MPI busbw GB/s | "
+          "ring busbw | end-to-end busbw | ring / MPI | end-to-end / MPI |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in d["rows"]:
+        print(f"| {human(r['bytes'])} | {r['mpi_us']:.1f} | {r['ours_us']:.1f} | {r['runtime_us']:.1f} | "
+              f"{r['mpi_busbw_gbps']:.2f} | {r['ours_busbw_gbps']:.2f} | {r['runtime_busbw_gbps']:.2f} | "
+              f"**{r['ours_over_mpi']:.2f}** | {r['runtime_over_mpi']:.2f} |")
+
 negotiations = [("negotiation_np2.json", "np=2"), ("negotiation_np4.json", "np=4"),
                 ("two_hosts_negotiation_1+1.json", "two hosts, 1+1 ranks")]
 for name, title in negotiations:

@@ -19,6 +19,9 @@ done
 for np in 2 4; do
   $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
+for np in 2 4; do
+  $mpi -np $np build/bin/reducescatter_bench --json $out/reducescatter_np$np.json
+done
 # Across the two hosts of scripts/two-hosts.sh (one rank on each, TCP
 # between two network namespaces; needs root): skipped where they cannot be
 # made.
@@ -26,6 +29,8 @@ rc=0
 scripts/two-hosts.sh 1 1 build/bin/allreduce_bench --json $out/two_hosts_allreduce_1+1.json || rc=$?
 if [ $rc = 0 ]; then
   scripts/two-hosts.sh 1 1 build/bin/negotiation_bench --json $out/two_hosts_negotiation_1+1.json
+  scripts/two-hosts.sh 1 1 build/bin/reducescatter_bench \
+    --json $out/two_hosts_reducescatter_1+1.json
 elif [ $rc = 77 ]; then
   echo "two hosts could not be made here: their benchmarks were skipped"
 else

@@ -1,6 +1,8 @@
-// Execution of an agreed reducescatter on host memory: copy the input into
-// the fusion buffer (applying the prescale), ring_reducescatter there, then
-// copy this rank's rows out (applying the postscale and the average).
+// Execution of an agreed reducescatter on host memory: ring_reducescatter
+// reads the input where it lies (or a prescaled copy of it in the fusion
+// buffer), combines the chunks it forwards in the fusion buffer and writes
+// this rank's rows straight into the output, scaled there afterwards (the
+// postscale and the average).
 #include <algorithm>
 
 #include "dtype_ops.h"
@@ -18,7 +20,7 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   const size_t rows = static_cast<size_t>(t.shape[0]);  // submit refuses scalars
   const size_t row_elems = rows == 0 ? 0 : count / rows;
   const ChunkLayout layout{count, n, std::max<size_t>(row_elems, 1)};
-  const size_t out_offset = layout.chunk_offset(me), out_count = layout.chunk_count(me);
+  const size_t out_count = layout.chunk_count(me);
   const double post = t.postscale * (t.reduce == ReduceOp::kAverage ? 1.0 / n : 1.0);
   const int32_t seq = static_cast<int32_t>(index);
   auto now = [&] { return p.recorder ? p.recorder->now_ns() : 0; };
@@ -37,23 +39,35 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   }
 
   // Host memory before any data moves, agreed by every rank (a rank short
-  // of it fails the op on every rank; docs/design.md, "Memory").
+  // of it fails the op on every rank; docs/design.md, "Memory"). The work
+  // buffer holds a prescaled copy of the input, or the chunks forwarded on
+  // the way (none with 2 ranks).
+  const bool prescaled_copy = t.prescale != 1.0;
+  const size_t work_bytes = prescaled_copy || n > 2 ? count * es : 0;
   const FusionGroup g{{index}, {0}, count * es};
   for (auto [buffer, bytes] :
-       {std::pair{&fusion_, count * es},
+       {std::pair{&fusion_, work_bytes},
         std::pair{&scratch_, ring_reducescatter_scratch_bytes(rows, row_elems, n, es)}})
     if (Status s = reserve_agreed(*buffer, bytes, g, t, p, result); !s.ok() || !result->ok())
       return s;
 
   uint8_t* work = fusion_.buffer().data();
-  copy_scaled(t.dtype, work, e.input, count, t.prescale);
-  record(p, EventKind::kMemcpyIn, start, seq, e.name_id, static_cast<int64_t>(count * es));
+  const void* input = e.input;
+  if (prescaled_copy) {
+    copy_scaled(t.dtype, work, e.input, count, t.prescale);
+    record(p, EventKind::kMemcpyIn, start, seq, e.name_id, static_cast<int64_t>(count * es));
+    input = work;
+  }
   const CollectiveContext ctx = context(p, seq, e.name_id);
-  if (Status s = ring_reducescatter(ctx, work, rows, row_elems, t.dtype, t.reduce); !s.ok())
+  if (Status s = ring_reducescatter(ctx, input, work, e.output, rows, row_elems, t.dtype, t.reduce);
+      !s.ok())
     return s;
-  const int64_t out_start = now();
-  if (out_count > 0) copy_scaled(t.dtype, e.output, work + out_offset * es, out_count, post);
-  record(p, EventKind::kMemcpyOut, out_start, seq, e.name_id, static_cast<int64_t>(out_count * es));
+  if (out_count > 0 && post != 1.0) {
+    const int64_t out_start = now();
+    scale_in_place(t.dtype, e.output, out_count, post);
+    record(p, EventKind::kMemcpyOut, out_start, seq, e.name_id,
+           static_cast<int64_t>(out_count * es));
+  }
   return done();
 }
 

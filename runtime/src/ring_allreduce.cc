@@ -25,9 +25,9 @@ size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size) {
   return 2 * ChunkLayout{count, ranks}.max_chunk_count() * elem_size;
 }
 
-Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* base,
+Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const uint8_t* src, uint8_t* base,
                                  const ChunkLayout& chunks, DataType dtype, ReduceOp op, int shift,
-                                 std::vector<PendingOpPtr>* sends) {
+                                 std::vector<PendingOpPtr>* sends, uint8_t* last) {
   Transport& t = *ctx.transport;
   const int n = t.size(), r = t.rank();
   const size_t es = dtype_size(dtype);
@@ -36,6 +36,7 @@ Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* base,
       segment_elements(chunks.max_chunk_count(), es, ctx.min_segment_bytes, ctx.max_segment_bytes);
   auto segments_of = [&](int c) { return Segments{chunks.chunk_count(c), seg_elems}; };
   auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
+  auto from = [&](int c, size_t j) { return src + (chunks.chunk_offset(c) + j * seg_elems) * es; };
 
   const size_t scratch_half = chunks.max_chunk_count() * es;
   if (!ctx.scratch->reserve(2 * scratch_half))
@@ -55,7 +56,7 @@ Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* base,
     const int first = ring_mod(r + shift, n);
     const Segments segs = segments_of(first);
     for (size_t j = 0; j < segs.count(); ++j)
-      sends->push_back(t.isend(right, at(first, j), segs.length(j) * es, kTagRingReduceScatter));
+      sends->push_back(t.isend(right, from(first, j), segs.length(j) * es, kTagRingReduceScatter));
   }
   std::vector<PendingOpPtr> recvs = post_recvs(0);
   for (int s = 0; s < n - 1; ++s) {
@@ -67,9 +68,14 @@ Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* base,
     for (size_t j = 0; j < segs.count(); ++j) {
       Status st = wait_op(*recvs[j], ctx.deadline());
       if (!st.ok()) return st;
-      reduce_into(dtype, op, at(c, j), scratch[s & 1] + segs.offset(j) * es, segs.length(j));
+      const uint8_t* got = scratch[s & 1] + segs.offset(j) * es;
+      uint8_t* dst = last && s == n - 2 ? last + segs.offset(j) * es : at(c, j);
+      if (dst == from(c, j))
+        reduce_into(dtype, op, dst, got, segs.length(j));
+      else
+        combine(dtype, op, dst, from(c, j), got, segs.length(j));
       if (s + 1 < n - 1)
-        sends->push_back(t.isend(right, at(c, j), segs.length(j) * es, kTagRingReduceScatter));
+        sends->push_back(t.isend(right, dst, segs.length(j) * es, kTagRingReduceScatter));
     }
     ctx.record_step(EventKind::kRingReduceScatter, start, s, right, left,
                     static_cast<int64_t>(segs.total * es));
@@ -94,7 +100,7 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
 
   // ---- Phase 1: reduce-scatter (n-1 steps) ----
   std::vector<PendingOpPtr> sends;
-  Status st = ring_reduce_scatter_steps(ctx, base, chunks, dtype, op, 0, &sends);
+  Status st = ring_reduce_scatter_steps(ctx, base, base, chunks, dtype, op, 0, &sends);
   if (!st.ok()) return st;
   // Allgather overwrites chunks that reduce-scatter sends still read from.
   st = wait_all(sends, ctx.deadline());

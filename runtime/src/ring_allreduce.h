@@ -18,13 +18,17 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
 size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size);
 
 // Phase 1 alone (also ring_reducescatter's): n-1 steps after which rank r
-// holds chunk ring_mod(r + 1 + shift, n) of `data` reduced over every rank
+// holds chunk ring_mod(r + 1 + shift, n) reduced over every rank
 // (ring_allreduce passes shift 0; shift -1 leaves rank r its own chunk r).
-// Sends still in flight are appended to *sends: wait for them before the
-// chunks they read are written. Needs 2 * chunks.max_chunk_count() elements
-// of ctx.scratch. Requires at least 2 ranks.
-Status ring_reduce_scatter_steps(const CollectiveContext& ctx, uint8_t* data,
+// This rank's contribution is read from `src`; received chunks are combined
+// into `data` (the same buffer as `src` for in place, or another of the same
+// layout: then `src` is only read) and forwarded from there. With `last`,
+// the final chunk goes there instead (contiguous), not into `data`. Sends
+// still in flight are appended to *sends: wait for them before the chunks
+// they read are written. Needs 2 * chunks.max_chunk_count() elements of
+// ctx.scratch. Requires at least 2 ranks.
+Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const uint8_t* src, uint8_t* data,
                                  const ChunkLayout& chunks, DataType dtype, ReduceOp op, int shift,
-                                 std::vector<PendingOpPtr>* sends);
+                                 std::vector<PendingOpPtr>* sends, uint8_t* last = nullptr);
 
 }  // namespace ringscope

@@ -64,22 +64,32 @@ TEST_CASE("reducescatter splits rows as Horovod does: the first rows % n ranks g
   CHECK(rows_of_five.chunk_count(2) == 5);
 }
 
-TEST_CASE("ring reducescatter leaves each rank its reduced rows", "[reducescatter][ring]") {
+TEST_CASE("ring reducescatter writes each rank its reduced rows and leaves the input alone",
+          "[reducescatter][ring]") {
   ThreadChecks checks;
   for (int n : {1, 2, 3, 5, 8})
     for (size_t rows : {size_t{0}, size_t{1}, size_t{3}, size_t{97}})
       for (size_t width : {size_t{1}, size_t{5}})
         for (DataType t : all_dtypes())
-          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
-            run_ranks(n, [&](int r, Transport& tr) {
-              HostBuffer scratch;
-              std::vector<uint8_t> buf = make_input(t, r, rows * width);
-              Status s = ring_reducescatter(context(tr, scratch), buf.data(), rows, width, t, op);
-              checks.expect(s.ok(), s.to_string());
-              const size_t first = static_cast<size_t>(reducescatter_first_row(rows, n, r));
-              check_rows(checks, "ring", t, op, n, r, rows, width, buf.data(), first * width);
-            });
-          }
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax})
+            for (bool in_place : {false, true}) {  // work = a buffer of its own, or the input
+              run_ranks(n, [&](int r, Transport& tr) {
+                HostBuffer scratch;
+                std::vector<uint8_t> in = make_input(t, r, rows * width);
+                const std::vector<uint8_t> original = in;
+                std::vector<uint8_t> work(in.size(), 0xCD);
+                const size_t mine = static_cast<size_t>(reducescatter_rows(rows, n, r)) * width;
+                std::vector<uint8_t> out(mine * dtype_size(t) + 1, 0xAB);
+                Status s = ring_reducescatter(context(tr, scratch), in.data(),
+                                              in_place ? in.data() : work.data(), out.data(), rows,
+                                              width, t, op);
+                checks.expect(s.ok(), s.to_string());
+                check_rows(checks, in_place ? "ring in place" : "ring", t, op, n, r, rows, width,
+                           out.data(), 0);
+                checks.expect(out.back() == 0xAB, "wrote past this rank's rows");
+                checks.expect(in_place || in == original, "the input was written");
+              });
+            }
   INFO(checks.summary());
   REQUIRE(checks.ok());
 }
@@ -90,12 +100,14 @@ TEST_CASE("ring reducescatter records n-1 reduce-scatter steps with ring peers a
   std::vector<CaptureRecorder> recs(n);
   run_ranks(n, [&](int r, Transport& tr) {
     HostBuffer scratch;
-    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 40);
+    std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 40), out(3 * 4 * 4);
     CollectiveContext ctx = context(tr, scratch);
     ctx.recorder = &recs[r];
     ctx.cycle = 3;
     ctx.seq_index = 1;
-    REQUIRE(ring_reducescatter(ctx, buf.data(), 10, 4, DataType::kFloat32, ReduceOp::kSum).ok());
+    REQUIRE(ring_reducescatter(ctx, buf.data(), buf.data(), out.data(), 10, 4, DataType::kFloat32,
+                               ReduceOp::kSum)
+                .ok());
   });
   for (int r = 0; r < n; ++r) {
     auto rs = recs[r].events(EventKind::kRingReduceScatter);
@@ -141,8 +153,11 @@ TEST_CASE("runtimes reducescatter with scale factors and Average and fewer rows 
           for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kInt64})
             for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kMax}) {
               const size_t width = 3;
-              const double pre = 2, post = t == DataType::kInt64 ? 1 : 0.5;
+              // a prescale takes a prescaled copy; without one the ring reads the input
+              const double pre = op == ReduceOp::kMax ? 1 : 2,
+                           post = t == DataType::kInt64 ? 1 : 0.5;
               std::vector<uint8_t> in = make_input(t, r, rows * width);
+              const std::vector<uint8_t> original = in;
               const size_t mine = static_cast<size_t>(reducescatter_rows(rows, n, r)) * width;
               std::vector<uint8_t> out(mine * dtype_size(t) + 1, 0xAB);
               const std::string name = "rs" + std::to_string(tensor++);
@@ -153,6 +168,7 @@ TEST_CASE("runtimes reducescatter with scale factors and Average and fewer rows 
               check_rows(checks, "runtime " + name, t, op, n, r, rows, width, out.data(), 0, pre,
                          post);
               checks.expect(out.back() == 0xAB, name + ": wrote past this rank's rows");
+              checks.expect(in == original, name + ": the input was written");
             }
       }
       checks.expect(n == 1 || rt.counters().fast_path_responses > 0,
