@@ -1,11 +1,12 @@
 // Reducescatter sweep, 4 KiB to 64 MiB (the whole tensor), interleaved in
 // one binary: MPI_Reduce_scatter (the peer, with Horovod's row split as its
 // receive counts), our ring_reducescatter alone over the MPI transport, and
-// a whole ringscope reducescatter (negotiation, copy into the fusion
-// buffer, the ring, copy out). Rows of 16 floats. Median of N (at least 10)
-// iterations of the slowest rank; every result is checked (a wrong or failed
-// one stops the bench). algbw = tensor bytes / time; busbw = algbw * (n-1)/n
-// (nccl-tests' reduce_scatter). Prints a table; --json writes the numbers.
+// a whole ringscope reducescatter (negotiation, then the ring reading the
+// input in place and writing this rank's rows into the output). Rows of 16
+// floats. Median of N (at least 10) iterations of the slowest rank; every
+// result is checked against the input's values at this rank's rows (a
+// wrong, misplaced or failed one stops the bench). algbw = tensor bytes / time; busbw = algbw *
+// (n-1)/n (nccl-tests' reduce_scatter). Prints a table; --json writes the numbers.
 //
 //   mpirun --allow-run-as-root -np 4 build/bin/reducescatter_bench --json out.json
 #include <future>
@@ -24,16 +25,22 @@ namespace {
 
 constexpr size_t kRowFloats = 16;
 
-// This rank's rows of a sum of 1.0 over n ranks are all n (exact in float32).
-void check_rows(const char* who, const Status& s, const float* v, size_t count, int n, int rank) {
-  const float* wrong = std::find_if(v, v + count, [n](float x) { return x != float(n); });
-  if (s.ok() && wrong == v + count) return;
+// Element i of every rank's input: small integers, so sums are exact.
+float input_value(size_t i) { return static_cast<float>(i % 7 + 1); }
+
+// This rank's rows, from element `first` of the tensor, hold n times the
+// input there: a failed op or rows put in the wrong place stop the bench.
+void check_rows(const char* who, const Status& s, const float* v, size_t first, size_t count, int n,
+                int rank) {
+  size_t wrong = 0;
+  while (wrong < count && v[wrong] == n * input_value(first + wrong)) ++wrong;
+  if (s.ok() && wrong == count) return;
   if (!s.ok())
     std::fprintf(stderr, "rank %d: %s reducescatter failed: %s\n", rank, who,
                  s.to_string().c_str());
   else
-    std::fprintf(stderr, "rank %d: %s reducescatter: element %td is %g, not %d\n", rank, who,
-                 wrong - v, double(*wrong), n);
+    std::fprintf(stderr, "rank %d: %s reducescatter: element %zu is %g, not %g\n", rank, who, wrong,
+                 double(v[wrong]), double(n * input_value(first + wrong)));
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -112,8 +119,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r < n; ++r)
       counts[r] = static_cast<int>(reducescatter_rows(rows, n, r) * kRowFloats);
     const size_t mine = static_cast<size_t>(counts[rank]);
-    std::vector<float> in(count, 1.0f), work(count), mpi_out(mine + 1), ring_out(mine + 1),
-        rt_out(mine + 1);
+    const size_t first = static_cast<size_t>(reducescatter_first_row(rows, n, rank)) * kRowFloats;
+    std::vector<float> in(count), mpi_out(mine + 1), ring_out(mine + 1), rt_out(mine + 1);
+    for (size_t i = 0; i < count; ++i) in[i] = input_value(i);
+    std::vector<uint8_t> work(ring_reducescatter_work_bytes(rows, kRowFloats, n, sizeof(float)));
     const int reps = bytes <= (64u << 10)  ? std::max(iters, 200)
                      : bytes <= (1u << 20) ? std::max(iters, 50)
                                            : iters;
@@ -137,9 +146,9 @@ int main(int argc, char** argv) {
       check_rows("MPI",
                  mpi_rc == MPI_SUCCESS ? Status::OK()
                                        : Status(StatusCode::kInternal, "MPI_Reduce_scatter"),
-                 mpi_out.data(), mine, n, rank);
-      check_rows("ring", ring_status, ring_out.data(), mine, n, rank);
-      check_rows("runtime", rt_status, rt_out.data(), mine, n, rank);
+                 mpi_out.data(), first, mine, n, rank);
+      check_rows("ring", ring_status, ring_out.data(), first, mine, n, rank);
+      check_rows("runtime", rt_status, rt_out.data(), first, mine, n, rank);
       if (it >= 0) {
         t_mpi.push_back(d_mpi);
         t_ring.push_back(d_ring);

@@ -139,6 +139,14 @@ double CostModel::allreduce_ns(int64_t bytes) const {
   return overhead + 2.0 * (n - 1) * ring_step.at(step_bytes);
 }
 
+double CostModel::reducescatter_ns(int64_t bytes) const {
+  const int n = std::max(1, world_size);
+  const double overhead = overhead_ns(bytes);
+  if (n == 1 || bytes == 0) return overhead;
+  if (ring_step.samples == 0) return 0.5 * allreduce_ns(bytes);
+  return overhead + (n - 1) * ring_step.at(static_cast<double>(bytes) / n);
+}
+
 double CostModel::copy_in_ns(int64_t bytes, int members) const {
   return copy_in_alpha_ns + copy_in_per_member_ns * members +
          copy_in_per_byte_ns * static_cast<double>(bytes);

@@ -348,7 +348,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         for (int64_t d : first.first_dims) total += d;
         t += model.allgather.at(static_cast<double>(total));
       } else if (first.tensor.op == OpType::kReducescatter) {
-        t += 0.5 * model.allreduce_ns(bytes);  // the ring's first half; settings do not touch it
+        t += model.reducescatter_ns(bytes);
       } else {
         t += model.broadcast.at(static_cast<double>(bytes));
       }

@@ -107,9 +107,11 @@ Response Coordinator::validate(const std::string& name,
   resp.tensor = *reqs[0];
   const OpType op = reqs[0]->op;
   if (!all_agree(reqs) && !describe_disagreement(name, reqs, &resp)) return resp;
-  if (op == OpType::kAllgather && resp.tensor.shape.empty()) {
+  if ((op == OpType::kAllgather || op == OpType::kReducescatter) && resp.tensor.shape.empty()) {
     resp.kind = Response::Kind::kError;
-    resp.error = "allgather of tensor '" + name + "' needs at least one dimension";
+    resp.error = std::string(op_type_name(op)) + " of tensor '" + name +
+                 "' needs at least one dimension (it " +
+                 (op == OpType::kAllgather ? "gathers along" : "splits") + " dim 0)";
     return resp;
   }
   if (op == OpType::kBroadcast && (resp.tensor.root < 0 || resp.tensor.root >= size_)) {

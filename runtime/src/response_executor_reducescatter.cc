@@ -1,8 +1,8 @@
 // Execution of an agreed reducescatter on host memory: ring_reducescatter
 // reads the input where it lies (or a prescaled copy of it in the fusion
-// buffer), combines the chunks it forwards in the fusion buffer and writes
-// this rank's rows straight into the output, scaled there afterwards (the
-// postscale and the average).
+// buffer), passes what it forwards through two chunk-sized slots of the
+// fusion buffer and writes this rank's rows straight into the output,
+// scaled there afterwards (the postscale and the average).
 #include <algorithm>
 
 #include "dtype_ops.h"
@@ -17,7 +17,7 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   const int n = transport_->size(), me = transport_->rank();
   const size_t es = dtype_size(t.dtype);
   const size_t count = static_cast<size_t>(num_elements(t.shape));
-  const size_t rows = static_cast<size_t>(t.shape[0]);  // submit refuses scalars
+  const size_t rows = static_cast<size_t>(t.shape[0]);  // the coordinator refuses scalars
   const size_t row_elems = rows == 0 ? 0 : count / rows;
   const ChunkLayout layout{count, n, std::max<size_t>(row_elems, 1)};
   const size_t out_count = layout.chunk_count(me);
@@ -32,7 +32,8 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   };
   if (n == 1 || count == 0) {  // nothing crosses a link: the result is the input, scaled
     if (count > 0) {
-      copy_scaled(t.dtype, e.output, e.input, count, t.prescale);
+      if (e.output != e.input || t.prescale != 1.0)
+        copy_scaled(t.dtype, e.output, e.input, count, t.prescale);
       scale_in_place(t.dtype, e.output, count, post);
     }
     return done();
@@ -40,10 +41,11 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
 
   // Host memory before any data moves, agreed by every rank (a rank short
   // of it fails the op on every rank; docs/design.md, "Memory"). The work
-  // buffer holds a prescaled copy of the input, or the chunks forwarded on
-  // the way (none with 2 ranks).
+  // buffer holds a prescaled copy of the input (reduced in place), or else
+  // two chunk-sized slots for what is forwarded (none with 2 ranks).
   const bool prescaled_copy = t.prescale != 1.0;
-  const size_t work_bytes = prescaled_copy || n > 2 ? count * es : 0;
+  const size_t work_bytes =
+      prescaled_copy ? count * es : ring_reducescatter_work_bytes(rows, row_elems, n, es);
   const FusionGroup g{{index}, {0}, count * es};
   for (auto [buffer, bytes] :
        {std::pair{&fusion_, work_bytes},
@@ -54,8 +56,9 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   uint8_t* work = fusion_.buffer().data();
   const void* input = e.input;
   if (prescaled_copy) {
+    const int64_t copy_start = now();
     copy_scaled(t.dtype, work, e.input, count, t.prescale);
-    record(p, EventKind::kMemcpyIn, start, seq, e.name_id, static_cast<int64_t>(count * es));
+    record(p, EventKind::kMemcpyIn, copy_start, seq, e.name_id, static_cast<int64_t>(count * es));
     input = work;
   }
   const CollectiveContext ctx = context(p, seq, e.name_id);

@@ -25,9 +25,9 @@ size_t ring_allreduce_scratch_bytes(size_t count, int ranks, size_t elem_size) {
   return 2 * ChunkLayout{count, ranks}.max_chunk_count() * elem_size;
 }
 
-Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const uint8_t* src, uint8_t* base,
+Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const ReduceScatterBuffers& b,
                                  const ChunkLayout& chunks, DataType dtype, ReduceOp op, int shift,
-                                 std::vector<PendingOpPtr>* sends, uint8_t* last) {
+                                 std::vector<PendingOpPtr>* sends) {
   Transport& t = *ctx.transport;
   const int n = t.size(), r = t.rank();
   const size_t es = dtype_size(dtype);
@@ -35,10 +35,23 @@ Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const uint8_t* sr
   const size_t seg_elems =
       segment_elements(chunks.max_chunk_count(), es, ctx.min_segment_bytes, ctx.max_segment_bytes);
   auto segments_of = [&](int c) { return Segments{chunks.chunk_count(c), seg_elems}; };
-  auto at = [&](int c, size_t j) { return base + (chunks.chunk_offset(c) + j * seg_elems) * es; };
-  auto from = [&](int c, size_t j) { return src + (chunks.chunk_offset(c) + j * seg_elems) * es; };
-
+  auto from = [&](int c, size_t j) {
+    return b.src + (chunks.chunk_offset(c) + j * seg_elems) * es;
+  };
   const size_t scratch_half = chunks.max_chunk_count() * es;
+  // Where step s puts what it combines (and forwards from at s + 1).
+  auto into = [&](int s, int c, size_t j) -> uint8_t* {
+    if (b.last && s == n - 2) return b.last + j * seg_elems * es;
+    if (b.slots) return b.slots + (s & 1) * scratch_half + j * seg_elems * es;
+    return b.data + (chunks.chunk_offset(c) + j * seg_elems) * es;
+  };
+  // Sends [a, b) of *sends must have left before their memory is written.
+  auto wait_sends = [&](size_t a, size_t e) {
+    for (size_t i = a; i < e; ++i)
+      if (Status st = wait_op(*(*sends)[i], ctx.deadline()); !st.ok()) return st;
+    return Status::OK();
+  };
+
   if (!ctx.scratch->reserve(2 * scratch_half))
     return Status(StatusCode::kOutOfMemory, "cannot allocate ring scratch", r);
   uint8_t* scratch[2] = {ctx.scratch->data(), ctx.scratch->data() + scratch_half};
@@ -52,24 +65,36 @@ Status ring_reduce_scatter_steps(const CollectiveContext& ctx, const uint8_t* sr
                               kTagRingReduceScatter));
     return recvs;
   };
+  const size_t first_sends = sends->size();
   {
     const int first = ring_mod(r + shift, n);
     const Segments segs = segments_of(first);
     for (size_t j = 0; j < segs.count(); ++j)
       sends->push_back(t.isend(right, from(first, j), segs.length(j) * es, kTagRingReduceScatter));
   }
+  // step_sends[s]: where the sends forwarded at step s begin in *sends.
+  std::vector<size_t> step_sends(n, sends->size());
   std::vector<PendingOpPtr> recvs = post_recvs(0);
   for (int s = 0; s < n - 1; ++s) {
     const int64_t start = ctx.now();
+    step_sends[s] = sends->size();
     std::vector<PendingOpPtr> next;
     if (s + 1 < n - 1) next = post_recvs(s + 1);
+    // `last` may be the caller's input itself (an in-place reducescatter):
+    // the first sends read from it. A slot is reused two steps later.
+    Status st = Status::OK();
+    if (b.last && s == n - 2)
+      st = wait_sends(first_sends, step_sends[0]);
+    else if (b.slots && s >= 2)
+      st = wait_sends(step_sends[s - 2], step_sends[s - 1]);
+    if (!st.ok()) return st;
     const int c = ring_mod(r - s - 1 + shift, n);
     const Segments segs = segments_of(c);
     for (size_t j = 0; j < segs.count(); ++j) {
-      Status st = wait_op(*recvs[j], ctx.deadline());
+      st = wait_op(*recvs[j], ctx.deadline());
       if (!st.ok()) return st;
       const uint8_t* got = scratch[s & 1] + segs.offset(j) * es;
-      uint8_t* dst = last && s == n - 2 ? last + segs.offset(j) * es : at(c, j);
+      uint8_t* dst = into(s, c, j);
       if (dst == from(c, j))
         reduce_into(dtype, op, dst, got, segs.length(j));
       else
@@ -100,7 +125,9 @@ Status ring_allreduce(const CollectiveContext& ctx, void* data, size_t count, Da
 
   // ---- Phase 1: reduce-scatter (n-1 steps) ----
   std::vector<PendingOpPtr> sends;
-  Status st = ring_reduce_scatter_steps(ctx, base, base, chunks, dtype, op, 0, &sends);
+  ReduceScatterBuffers buffers;
+  buffers.src = buffers.data = base;
+  Status st = ring_reduce_scatter_steps(ctx, buffers, chunks, dtype, op, 0, &sends);
   if (!st.ok()) return st;
   // Allgather overwrites chunks that reduce-scatter sends still read from.
   st = wait_all(sends, ctx.deadline());

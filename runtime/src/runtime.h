@@ -104,7 +104,9 @@ class Runtime {
     // The host fusion buffer (message-based algorithms; the shared-memory
     // allreduce fuses straight into its window): its size and how many
     // times it was allocated. It only grows, so it is allocated once per
-    // new largest fused group and reused by every later group.
+    // new largest fused group and reused by every later group (a
+    // reducescatter's two forwarding slots, or its prescaled input, use
+    // it too).
     uint64_t fusion_buffer_bytes = 0, fusion_buffer_allocations = 0;
     // Cycles in which this rank rang its doorbell (a peer had not joined
     // kDoorbellDelay after this rank started a cycle on new work).

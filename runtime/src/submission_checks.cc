@@ -17,19 +17,14 @@ Status check_submission(const TensorEntry& entry, int rank, int size) {
   const bool has_data = num_elements(r.shape) > 0;
   bool needs_output = has_data && r.op != OpType::kAllgather;
   if (r.op == OpType::kReducescatter) {
-    if (r.shape.empty())
-      return Status(StatusCode::kInvalidArgument,
-                    "reducescatter of '" + r.name +
-                        "' needs at least one dimension (it splits "
-                        "dim 0 across the ranks)",
-                    rank);
+    // A scalar is refused by the coordinator, on every rank alike.
     if (r.on_device())
       return Status(StatusCode::kUnimplemented,
                     "reducescatter of '" + r.name +
                         "': device (GPU) tensors are not supported yet; reducescatter a host copy",
                     rank);
     // This rank's output holds its rows only, which may be none.
-    needs_output = has_data && reducescatter_rows(static_cast<size_t>(r.shape[0]), size, rank) > 0;
+    needs_output = has_data && !r.shape.empty() && reducescatter_rows(r.shape[0], size, rank) > 0;
   }
   if ((has_data && !entry.input) || (needs_output && !entry.output))
     return Status(StatusCode::kInvalidArgument, "tensor '" + r.name + "' has a null buffer", rank);

@@ -54,6 +54,13 @@ TEST_CASE("least squares recovers alpha and beta of ring steps", "[whatif]") {
   CHECK(ring != Approx(hd));
   CHECK(four.allreduce_ns(8192) - four.overhead_ns(8192) ==
         Approx(6 * (alpha + ns_per_byte * 2048)).epsilon(1e-3));
+  // A reducescatter always runs the ring's first phase: n-1 steps of 1/n,
+  // whatever algorithm an allreduce of that size would take.
+  four.ring_only = false;
+  CHECK(four.reducescatter_ns(1 << 20) - four.overhead_ns(1 << 20) ==
+        Approx(3 * (alpha + ns_per_byte * (1 << 18))).epsilon(1e-3));
+  CHECK(four.reducescatter_ns(8192) - four.overhead_ns(8192) ==
+        Approx(3 * (alpha + ns_per_byte * 2048)).epsilon(1e-3));
 
   // The relative fit's medians resist late-peer outliers (x1.6 on 2 of 9).
   std::vector<std::vector<double>> ox;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "collective_context.h"
 #include "local_transport.h"
 #include "runtime.h"
 
@@ -59,6 +60,18 @@ inline void run_runtimes(int n, const Options& options,
       rt->shutdown();
     });
   for (auto& t : threads) t.join();
+}
+
+// A collective's context over `t` for algorithm tests: a generous timeout
+// and small segments, so that even small buffers travel as many segments.
+inline CollectiveContext test_context(Transport& t, HostBuffer& scratch) {
+  CollectiveContext ctx;
+  ctx.transport = &t;
+  ctx.scratch = &scratch;
+  ctx.timeout_seconds = 60;
+  ctx.min_segment_bytes = 64;
+  ctx.max_segment_bytes = 256;
+  return ctx;
 }
 
 // Submits an op and waits for its callback.

@@ -180,6 +180,20 @@ TEST_CASE("public API: reducescatter of every dtype and op with rows fewer than 
           REQUIRE(std::abs(got - want) <= tolerance(t, want));
         }
       }
+  // In place, the output at the start of the input: rank 1's own rows cover
+  // the chunk it sends first. Rows of 64 KiB, so MPI sends by rendezvous.
+  const int64_t rows = 2 * n + 1, width = 16384;
+  std::vector<float> buf(static_cast<size_t>(rows * width));
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i % 5 + 1);
+  REQUIRE(ringscope::reducescatter("in place", DataType::kFloat32, {rows, width}, buf.data(),
+                                   buf.data(), ReduceOp::kSum)
+              .ok());
+  const size_t first = static_cast<size_t>(ringscope::reducescatter_first_row(rows, n, r) * width);
+  const size_t mine = static_cast<size_t>(ringscope::reducescatter_rows(rows, n, r) * width);
+  for (size_t i = 0; i < mine; ++i) {
+    INFO("in place: element " << i);
+    REQUIRE(buf[i] == static_cast<float>(n * ((first + i) % 5 + 1)));
+  }
 }
 
 TEST_CASE("public API: submission order differs per rank, several threads", "[mpi]") {

@@ -123,6 +123,21 @@ TEST_CASE("check expects one step each way for a shared-memory allreduce", "[tra
   check_step_counts(run, dir, "shared-memory", "expected 1 + 1");  // not 2 + 2
 }
 
+TEST_CASE("check expects n-1 reduce-scatter steps and no allgather for a reducescatter",
+          "[trace][check]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 3;
+  run.reducescatter = true;
+  run.cycles = 3;
+  CHECK(check_run(run, dir).ok());
+  run.extra_ring_step_on_rank = 1;  // one allgather step too many
+  CheckReport report = check_run(run, dir);
+  CHECK(has_violation(report, "ring-steps", "rank 1: reducescatter"));
+  CHECK(
+      has_violation(report, "ring-steps", "2 reduce-scatter + 1 allgather steps; expected 2 + 0"));
+}
+
 TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
   test::TempDir dir;
   const std::string path = dir.file("drop.rank0.sqlite");

@@ -79,7 +79,7 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   while ((1 << (log2n + 1)) <= n) ++log2n;
   // Per direction: n-1 ring steps, or log2 n halvings / doublings.
   const int64_t half_steps = run.shared_memory ? 1 : run.halving_doubling ? log2n : n - 1;
-  const int64_t ring_steps = n > 1 ? 2 * half_steps : 0;
+  const int64_t ring_steps = n > 1 ? (run.reducescatter ? 1 : 2) * half_steps : 0;
   const int64_t fusion_dur = 100'000 + ring_steps * 50'000 + 100'000;
   for (size_t m = 0; m < names.size(); ++m) {
     TraceEvent member =
@@ -96,8 +96,10 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   const int64_t group_start = s;
   s += 100'000;
   const bool as_broadcast = first && rank == run.broadcast_kind_on_rank;
-  TraceEvent all = make(as_broadcast ? EventKind::kBroadcast : EventKind::kAllreduce, s,
-                        ring_steps * 50'000, cycle, seq);
+  const EventKind kind = as_broadcast        ? EventKind::kBroadcast
+                         : run.reducescatter ? EventKind::kReducescatter
+                                             : EventKind::kAllreduce;
+  TraceEvent all = make(kind, s, ring_steps * 50'000, cycle, seq);
   all.bytes = total;
   all.name_id = names[0];
   all.aux = int32_t(names.size());

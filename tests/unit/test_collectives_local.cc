@@ -25,15 +25,7 @@ using namespace ringscope;
 using namespace ringscope::testing;
 
 namespace {
-CollectiveContext context(Transport& t, HostBuffer& scratch) {
-  CollectiveContext ctx;
-  ctx.transport = &t;
-  ctx.scratch = &scratch;
-  ctx.timeout_seconds = 60;
-  ctx.min_segment_bytes = 64;  // many segments even for small buffers
-  ctx.max_segment_bytes = 256;
-  return ctx;
-}
+CollectiveContext context(Transport& t, HostBuffer& scratch) { return test_context(t, scratch); }
 }  // namespace
 
 TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {

@@ -112,6 +112,40 @@ TEST_CASE("allgather accepts different first dimensions and records them", "[coo
   CHECK(ready.back().error.find("dimensions after the first") != std::string::npos);
 }
 
+TEST_CASE("reducescatter: reduce op and scale factors must agree and a scalar is refused",
+          "[coordinator]") {
+  Coordinator c(2);
+  std::vector<Response> ready;
+  Request a = req("rs", {4, 2}, DataType::kFloat32, OpType::kReducescatter), b = a;
+  b.reduce = ReduceOp::kMax;
+  c.add(0, a, &ready);
+  c.add(1, b, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error.find("reduce op") != std::string::npos);
+  ready.clear();
+  b = a;
+  b.prescale = 0.5;
+  c.add(0, a, &ready);
+  c.add(1, b, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].error.find("prescale factor") != std::string::npos);
+  ready.clear();
+  Request scalar = req("s", {}, DataType::kFloat32, OpType::kReducescatter);
+  c.add(0, scalar, &ready);
+  c.add(1, scalar, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error ==
+        "reducescatter of tensor 's' needs at least one dimension (it splits dim 0)");
+  ready.clear();
+  c.add(0, a, &ready);
+  c.add(1, a, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  CHECK(ready[0].tensor.op == OpType::kReducescatter);
+}
+
 TEST_CASE("broadcast root out of range is an error", "[coordinator]") {
   Coordinator c(2);
   std::vector<Response> ready;

@@ -17,11 +17,13 @@ TEST_CASE("request list round trip", "[messages]") {
                                 {3, 3, 64}});
   in.requests.push_back(
       Request{"emb", OpType::kAllgather, DataType::kInt64, ReduceOp::kSum, 0, 1.0, 1.0, {7}});
+  in.requests.push_back(Request{
+      "shard", OpType::kReducescatter, DataType::kFloat32, ReduceOp::kMax, 0, 1, 3, {9, 2}});
   in.pending_names = {"a", "b"};
   in.pending_age_ms = {10, 20000};
   RequestList out;
   REQUIRE(decode(encode(in), &out).ok());
-  REQUIRE(out.requests.size() == 2);
+  REQUIRE(out.requests.size() == 3);
   CHECK(out.requests[0].name == "grad/conv1");
   CHECK(out.requests[0].dtype == DataType::kFloat16);
   CHECK(out.requests[0].reduce == ReduceOp::kAverage);
@@ -29,6 +31,9 @@ TEST_CASE("request list round trip", "[messages]") {
   CHECK(out.requests[0].postscale == 2.0);
   CHECK(out.requests[0].shape == Shape{3, 3, 64});
   CHECK(out.requests[1].op == OpType::kAllgather);
+  CHECK(out.requests[2].op == OpType::kReducescatter);
+  CHECK(out.requests[2].reduce == ReduceOp::kMax);
+  CHECK(out.requests[2].postscale == 3.0);
   CHECK(out.pending_names == in.pending_names);
   CHECK(out.pending_age_ms == in.pending_age_ms);
 }
@@ -85,4 +90,10 @@ TEST_CASE("out-of-range enum values are rejected", "[messages]") {
   bytes[1 + 4 + 4 + 1 + 1] = 99;
   RequestList out;
   CHECK_FALSE(decode(bytes, &out).ok());
+  bytes[1 + 4 + 4 + 1] = 4;  // op: one past kReducescatter
+  bytes[1 + 4 + 4 + 1 + 1] = 0;
+  CHECK_FALSE(decode(bytes, &out).ok());
+  bytes[1 + 4 + 4 + 1] = 3;
+  REQUIRE(decode(bytes, &out).ok());
+  CHECK(out.requests[0].op == OpType::kReducescatter);
 }

@@ -90,6 +90,7 @@ TEST_CASE("shared-memory AND-allreduce: a rank that never arrives is a timeout n
     INFO("rank " << r);
     CHECK(results[r].code() == StatusCode::kTimeout);
     CHECK(results[r].peer() == 2);
-    CHECK(results[r].message().find("rank 2 did not reach negotiation cycle 2") != std::string::npos);
+    CHECK(results[r].message().find("rank 2 did not reach negotiation cycle 2") !=
+          std::string::npos);
   }
 }

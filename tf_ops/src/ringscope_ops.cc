@@ -141,16 +141,14 @@ class ReducescatterOp : public AllreduceOp {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
-    OP_REQUIRES_ASYNC(ctx, in.dims() >= 1,
-                      tf::errors::InvalidArgument("ringscope reducescatter of '", tensor_name_,
-                                                  "' needs a tensor with at least one dimension"),
-                      done);
     const int n = ringscope::size(), r = ringscope::rank();
     OP_REQUIRES_ASYNC(ctx, n > 0,
                       tf::errors::FailedPrecondition("ringscope is not initialised: call init()"),
                       done);
+    // A scalar goes to the runtime as it is: its coordinator fails it on
+    // every rank alike (refusing it here would leave the others waiting).
     tf::TensorShape out_shape = in.shape();
-    out_shape.set_dim(0, ringscope::reducescatter_rows(in.dim_size(0), n, r));
+    if (in.dims() >= 1) out_shape.set_dim(0, ringscope::reducescatter_rows(in.dim_size(0), n, r));
     tf::Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, out_shape, &out), done);
     ringscope::Status s = ringscope::reducescatter_async(
@@ -287,14 +285,20 @@ REGISTER_OP("RingscopeReducescatter")
     .Output("output: T")
     .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
-      tf::shape_inference::ShapeHandle in, out;
-      TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 1, &in));
-      TF_RETURN_IF_ERROR(c->ReplaceDim(in, 0, c->UnknownDim(), &out));  // this rank's rows
+      // This rank's rows: dim 0 unknown until run (a scalar stays one, and
+      // the runtime fails it on every rank).
+      if (c->RankKnown(c->input(0)) && c->Rank(c->input(0)) == 0) {
+        c->set_output(0, c->input(0));
+        return tf::Status();
+      }
+      tf::shape_inference::ShapeHandle out;
+      TF_RETURN_IF_ERROR(c->ReplaceDim(c->input(0), 0, c->UnknownDim(), &out));
       c->set_output(0, out);
       return tf::Status();
     })
-    .Doc("Reduction of `tensor` across all ranks, split along dim 0: this rank's rows (the first "
-         "dim0 % size ranks get one more).");
+    .Doc(
+        "Reduction of `tensor` across all ranks, split along dim 0: this rank's rows (the first "
+        "dim0 % size ranks get one more).");
 
 REGISTER_OP("RingscopeBroadcast")
     .Attr(RINGSCOPE_TYPES)

@@ -69,6 +69,9 @@ struct CostModel {
 
   // ALLREDUCE span (steps + overhead) of `bytes` at this world size.
   double allreduce_ns(int64_t bytes) const;
+  // A reducescatter: the ring's n-1 reduce-scatter steps (it takes no other
+  // algorithm); half an allreduce where no ring step was measured.
+  double reducescatter_ns(int64_t bytes) const;
   double copy_in_ns(int64_t bytes, int members) const;
   double copy_out_ns(int64_t bytes, int members) const;
   // ring step beta in GB/s (bytes per ns)

@@ -215,7 +215,8 @@ def allgather(tensor, name=None):
 
 
 def grouped_allgather(tensors, name=None):
-    """Allgathers a list of tensors (each one's dim 0 may differ per rank)."""
+    """Allgathers each tensor of a list (each one's dim 0 may differ per
+    rank); in a tf.function they run concurrently."""
     base = _auto_name("grouped_allgather", name)
     return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(tensors)]
 
@@ -238,7 +239,8 @@ def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_fac
 
 def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
                           postscale_factor=1.0, compression=Compression.none):
-    """reducescatter of each tensor of a list, submitted together."""
+    """reducescatter of each tensor of a list; in a tf.function they run
+    concurrently."""
     base = _auto_name("grouped_reducescatter", name)
     return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
                           prescale_factor=prescale_factor, postscale_factor=postscale_factor,
