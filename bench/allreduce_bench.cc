@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "bench_cli.h"
+#include "bench_runtime.h"
 #include "bench_util.h"
 #include "halving_doubling_allreduce.h"
 #include "mpi_transport.h"
@@ -87,16 +88,11 @@ void check_sum(const char* who, const Status& s, const std::vector<float>& v, in
 }
 
 Status runtime_allreduce(Runtime& rt, const std::string& name, float* buf, size_t count) {
-  std::promise<Status> p;
-  auto f = p.get_future();
   TensorEntry e;
   e.req = Request{name, OpType::kAllreduce,           DataType::kFloat32, ReduceOp::kSum, 0, 1,
                   1,    {static_cast<int64_t>(count)}};
   e.input = e.output = buf;
-  e.done = [&p](const Status& s) { p.set_value(s); };
-  Status s = rt.submit(std::move(e));
-  if (!s.ok()) return s;
-  return f.get();
+  return submit_and_wait(rt, std::move(e));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "bench_cli.h"
+#include "bench_runtime.h"
 #include "bench_util.h"
 #include "mpi_transport.h"
 #include "ring_reducescatter.h"
@@ -45,8 +46,6 @@ void check_rows(const char* who, const Status& s, const float* v, size_t first, 
 }
 
 Status runtime_reducescatter(Runtime& rt, const float* in, float* out, size_t rows) {
-  std::promise<Status> p;
-  auto f = p.get_future();
   TensorEntry e;
   e.req = Request{"sweep",
                   OpType::kReducescatter,
@@ -58,10 +57,7 @@ Status runtime_reducescatter(Runtime& rt, const float* in, float* out, size_t ro
                   {static_cast<int64_t>(rows), static_cast<int64_t>(kRowFloats)}};
   e.input = in;
   e.output = out;
-  e.done = [&p](const Status& s) { p.set_value(s); };
-  Status s = rt.submit(std::move(e));
-  if (!s.ok()) return s;
-  return f.get();
+  return submit_and_wait(rt, std::move(e));
 }
 
 }  // namespace

@@ -54,15 +54,9 @@ Status parse_log_level(const std::string& text, int* out) {
     *out = static_cast<int>(level);
     return Status::OK();
   }
-  std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::pair<const char*, int> kNames[] = {{"trace", 3},   {"debug", 3}, {"info", 2},
-                                                       {"warning", 1}, {"error", 1}, {"fatal", 0}};
-  for (const auto& [name, value] : kNames) {
-    if (lower == name) {
-      *out = value;
-      return Status::OK();
-    }
+  if (std::optional<int> named = horovod_log_level(text)) {
+    *out = *named;
+    return Status::OK();
   }
   return invalid_flag("--log-level", text,
                       "an integer in [0, 3] or trace, debug, info, warning, error, fatal");

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -195,6 +196,16 @@ std::string utc_timestamp() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
+}
+
+std::optional<int> horovod_log_level(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, int> kLevels[] = {{"trace", 3},   {"debug", 3}, {"info", 2},
+                                                        {"warning", 1}, {"error", 1}, {"fatal", 0}};
+  for (const auto& [level_name, level] : kLevels)
+    if (lower == level_name) return level;
+  return std::nullopt;
 }
 
 }  // namespace ringscope

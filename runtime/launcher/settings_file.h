@@ -19,6 +19,11 @@ inline constexpr int kSettingsFileVersion = 1;
 inline constexpr int64_t kMaxFusionThresholdBytes = int64_t{1} << 40;
 inline constexpr double kMaxCycleTimeMs = 10000.0;
 inline constexpr int64_t kMaxCacheCapacity = int64_t{1} << 20;
+
+// Horovod's log level names (trace, debug, info, warning, error, fatal; any
+// case) on ringscope's scale, 0 quiet .. 3 debug; nullopt for anything else.
+// Shared by HOROVOD_LOG_LEVEL and `ringscope run --log-level`.
+std::optional<int> horovod_log_level(const std::string& name);
 inline constexpr int64_t kDefaultCacheCapacity = 1024;  // runtime default
 
 struct SettingsFile {

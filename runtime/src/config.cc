@@ -4,13 +4,13 @@
 // ours are unset, so existing job scripts keep working.
 #include "config.h"
 
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <utility>
 
 #include "ringscope/trace_schema.h"
+#include "settings_file.h"
 #include "text_format.h"
 
 namespace ringscope {
@@ -62,17 +62,10 @@ Status parse_bool(const std::string& var, const std::string& text, bool* out) {
   return Status::OK();
 }
 
-// Horovod's names (any case) on our scale: 0 quiet, 1 warnings, 2 info, 3 debug.
 static Status parse_horovod_log_level(const std::string& text, int* out) {
-  std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::pair<const char*, int> kLevels[] = {{"trace", 3},   {"debug", 3}, {"info", 2},
-                                                        {"warning", 1}, {"error", 1}, {"fatal", 0}};
-  for (const auto& [name, level] : kLevels) {
-    if (lower == name) {
-      *out = level;
-      return Status::OK();
-    }
+  if (std::optional<int> level = horovod_log_level(text)) {
+    *out = *level;
+    return Status::OK();
   }
   return Status(StatusCode::kInvalidArgument,
                 "HOROVOD_LOG_LEVEL='" + text +
