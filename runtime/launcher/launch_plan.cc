@@ -241,9 +241,7 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
       return Status(StatusCode::kInvalidArgument,
                     std::string(timeline ? "--timeline-filename" : "--trace") +
                         " needs a path, e.g. runs/a.sqlite");
-    // horovodrun's timeline is a .json; ours is SQLite, so the ending follows.
-    if (timeline && path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
-      path.replace(path.size() - 5, 5, ".sqlite");
+    if (timeline) path = trace_base_for_horovod_timeline(path);
     assign(&out, "RINGSCOPE_TRACE", std::filesystem::absolute(path).string());
   }
   if (options.disable_cache) {

@@ -208,4 +208,12 @@ std::optional<int> horovod_log_level(const std::string& name) {
   return std::nullopt;
 }
 
+std::string trace_base_for_horovod_timeline(const std::string& timeline) {
+  const std::string json = ".json";
+  if (timeline.size() > json.size() &&
+      timeline.compare(timeline.size() - json.size(), json.size(), json) == 0)
+    return timeline.substr(0, timeline.size() - json.size()) + ".sqlite";
+  return timeline;
+}
+
 }  // namespace ringscope

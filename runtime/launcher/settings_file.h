@@ -24,6 +24,11 @@ inline constexpr int64_t kMaxCacheCapacity = int64_t{1} << 20;
 // case) on ringscope's scale, 0 quiet .. 3 debug; nullopt for anything else.
 // Shared by HOROVOD_LOG_LEVEL and `ringscope run --log-level`.
 std::optional<int> horovod_log_level(const std::string& name);
+
+// Horovod's timeline file (HOROVOD_TIMELINE, horovodrun --timeline-filename)
+// as a ringscope trace base: a ".json" ending becomes ".sqlite" (the trace
+// is SQLite, not Horovod's JSON); any other path stays as it is.
+std::string trace_base_for_horovod_timeline(const std::string& timeline);
 inline constexpr int64_t kDefaultCacheCapacity = 1024;  // runtime default
 
 struct SettingsFile {

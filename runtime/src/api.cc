@@ -188,19 +188,26 @@ TensorEntry make_entry(Request req, const Device& device) {
   e.ready_event = device.ready_event;
   return e;
 }
+
+// An op that reads `input` and writes `output` (allreduce, reducescatter).
+Status submit_reduction(Request req, const void* input, void* output, DoneCallback done,
+                        const Device& device) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  TensorEntry e = make_entry(std::move(req), device);
+  e.input = input;
+  e.output = output;
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
 }  // namespace
 
 Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, void* output, ReduceOp op, DoneCallback done,
                        double prescale, double postscale, Device device) {
-  Runtime* rt = current();
-  if (!rt) return not_initialized();
-  TensorEntry e = make_entry(
-      Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape}, device);
-  e.input = input;
-  e.output = output;
-  e.done = std::move(done);
-  return rt->submit(std::move(e));
+  return submit_reduction(
+      Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape}, input, output,
+      std::move(done), device);
 }
 
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
@@ -219,14 +226,9 @@ Status allgather_async(const std::string& name, DataType dtype, const Shape& sha
 Status reducescatter_async(const std::string& name, DataType dtype, const Shape& shape,
                            const void* input, void* output, ReduceOp op, DoneCallback done,
                            double prescale, double postscale, Device device) {
-  Runtime* rt = current();
-  if (!rt) return not_initialized();
-  TensorEntry e = make_entry(
-      Request{name, OpType::kReducescatter, dtype, op, 0, prescale, postscale, shape}, device);
-  e.input = input;
-  e.output = output;
-  e.done = std::move(done);
-  return rt->submit(std::move(e));
+  return submit_reduction(
+      Request{name, OpType::kReducescatter, dtype, op, 0, prescale, postscale, shape}, input,
+      output, std::move(done), device);
 }
 
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {

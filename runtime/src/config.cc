@@ -72,14 +72,6 @@ static Status parse_horovod_log_level(const std::string& text, int* out) {
                     "' is invalid: expected trace, debug, info, warning, error or fatal");
 }
 
-std::string trace_base_for_horovod_timeline(const std::string& timeline) {
-  const std::string json = ".json";
-  if (timeline.size() > json.size() &&
-      timeline.compare(timeline.size() - json.size(), json.size(), json) == 0)
-    return timeline.substr(0, timeline.size() - json.size()) + ".sqlite";
-  return timeline;
-}
-
 std::optional<std::string> horovod_timeline_note(const EnvLookup& env) {
   auto timeline = env("HOROVOD_TIMELINE");
   if (env("RINGSCOPE_TRACE") || !timeline || timeline->empty()) return std::nullopt;

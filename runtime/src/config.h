@@ -17,8 +17,7 @@ EnvLookup process_env();
 Status options_from_env(const EnvLookup& env, Options* out);
 
 // HOROVOD_TIMELINE names Horovod's JSON file; ringscope writes its SQLite
-// trace at that base instead, a ".json" ending turned into ".sqlite".
-std::string trace_base_for_horovod_timeline(const std::string& timeline);
+// trace at trace_base_for_horovod_timeline (settings_file.h) instead.
 // What rank 0 says at init when HOROVOD_TIMELINE chose the trace (ours unset).
 std::optional<std::string> horovod_timeline_note(const EnvLookup& env);
 
