@@ -51,20 +51,27 @@ for np_ in (2, 4):
               f"{r['mpi_algbw_gbps']:.2f} / {r['mpi_busbw_gbps']:.2f} | "
               f"{r['ours_algbw_gbps']:.2f} / {r['ours_busbw_gbps']:.2f} | **{r['ours_over_mpi']:.2f}** |")
 
-scatters = [("reducescatter_np2.json", "np=2"), ("reducescatter_np4.json", "np=4"),
-            ("two_hosts_reducescatter_1+1.json", "two hosts, 1+1 ranks")]
-for name, title in scatters:
-    d = load(name)
-    if not d:
-        continue
-    print(f"\n#### Reducescatter sweep, {title} (size = the whole tensor; busbw = algbw × (n−1)/n)\n")
-    print("| size | MPI_Reduce_scatter µs | ring µs | ringscope end-to-end µs | MPI busbw GB/s | "
-          "ring busbw | end-to-end busbw | ring / MPI | end-to-end / MPI |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in d["rows"]:
-        print(f"| {human(r['bytes'])} | {r['mpi_us']:.1f} | {r['ours_us']:.1f} | {r['runtime_us']:.1f} | "
-              f"{r['mpi_busbw_gbps']:.2f} | {r['ours_busbw_gbps']:.2f} | {r['runtime_busbw_gbps']:.2f} | "
-              f"**{r['ours_over_mpi']:.2f}** | {r['runtime_over_mpi']:.2f} |")
+# The sweeps of one collective against its MPI peer: ring (or pairwise)
+# alone and the whole runtime, interleaved in one run.
+peer_sweeps = [
+    ("reducescatter", "Reducescatter", "MPI_Reduce_scatter", "ring", "the whole tensor"),
+    ("alltoall", "Alltoall", "MPI_Alltoall", "pairwise", "bytes sent per rank"),
+]
+for stem, label, peer, ours, size_is in peer_sweeps:
+    for name, title in [(f"{stem}_np2.json", "np=2"), (f"{stem}_np4.json", "np=4"),
+                        (f"two_hosts_{stem}_1+1.json", "two hosts, 1+1 ranks")]:
+        d = load(name)
+        if not d:
+            continue
+        print(f"\n#### {label} sweep, {title} (size = {size_is}; busbw = algbw × (n−1)/n)\n")
+        print(f"| size | {peer} µs | {ours} µs | ringscope end-to-end µs | MPI busbw GB/s | "
+              f"{ours} busbw | end-to-end busbw | {ours} / MPI | end-to-end / MPI |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in d["rows"]:
+            print(f"| {human(r['bytes'])} | {r['mpi_us']:.1f} | {r['ours_us']:.1f} | "
+                  f"{r['runtime_us']:.1f} | {r['mpi_busbw_gbps']:.2f} | "
+                  f"{r['ours_busbw_gbps']:.2f} | {r['runtime_busbw_gbps']:.2f} | "
+                  f"**{r['ours_over_mpi']:.2f}** | {r['runtime_over_mpi']:.2f} |")
 
 negotiations = [("negotiation_np2.json", "np=2"), ("negotiation_np4.json", "np=4"),
                 ("two_hosts_negotiation_1+1.json", "two hosts, 1+1 ranks")]

@@ -22,6 +22,9 @@ done
 for np in 2 4; do
   $mpi -np $np build/bin/reducescatter_bench --json $out/reducescatter_np$np.json
 done
+for np in 2 4; do
+  $mpi -np $np build/bin/alltoall_bench --json $out/alltoall_np$np.json
+done
 # Across the two hosts of scripts/two-hosts.sh (one rank on each, TCP
 # between two network namespaces; needs root): skipped where they cannot be
 # made.
@@ -31,6 +34,7 @@ if [ $rc = 0 ]; then
   scripts/two-hosts.sh 1 1 build/bin/negotiation_bench --json $out/two_hosts_negotiation_1+1.json
   scripts/two-hosts.sh 1 1 build/bin/reducescatter_bench \
     --json $out/two_hosts_reducescatter_1+1.json
+  scripts/two-hosts.sh 1 1 build/bin/alltoall_bench --json $out/two_hosts_alltoall_1+1.json
 elif [ $rc = 77 ]; then
   echo "two hosts could not be made here: their benchmarks were skipped"
 else

@@ -147,6 +147,8 @@ double CostModel::reducescatter_ns(int64_t bytes) const {
   return overhead + (n - 1) * ring_step.at(static_cast<double>(bytes) / n);
 }
 
+double CostModel::alltoall_ns(int64_t bytes) const { return reducescatter_ns(bytes); }
+
 double CostModel::copy_in_ns(int64_t bytes, int members) const {
   return copy_in_alpha_ns + copy_in_per_member_ns * members +
          copy_in_per_byte_ns * static_cast<double>(bytes);

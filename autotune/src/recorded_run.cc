@@ -45,6 +45,7 @@ Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
       case EventKind::kAllgather:
       case EventKind::kBroadcast:
       case EventKind::kReducescatter:
+      case EventKind::kAlltoall:
         out->collectives.push_back(e);
         break;
       case EventKind::kFusion:

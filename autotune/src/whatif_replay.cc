@@ -34,15 +34,17 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-Request make_request(const RecordedTensor& t) {
+Request make_request(const RecordedTensor& t, int ranks) {
   Request r;
   r.name = t.name;
-  r.op = static_cast<OpType>(std::clamp(t.op, 0, 3));
+  r.op = static_cast<OpType>(std::clamp(t.op, 0, static_cast<int>(kMaxOpType)));
   // The trace keeps bytes, not dtype or shape: every tensor is one byte
   // vector, so all allreduces are fusable with each other.
   r.dtype = DataType::kUInt8;
   r.reduce = ReduceOp::kAverage;
   r.shape = {t.bytes};
+  if (r.op == OpType::kAlltoall)  // nor an alltoall's splits: as equal as bytes allow
+    for (int d = 0; d < ranks; ++d) r.splits.push_back(t.bytes / ranks + (d < t.bytes % ranks));
   return r;
 }
 
@@ -270,7 +272,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         if (e.sent) continue;
         uint32_t slot = 0;
         const ResponseCache::Lookup hit =
-            cache_on ? cache.lookup(make_request(ranks[i].rec->tensors[e.index]), &slot)
+            cache_on ? cache.lookup(make_request(ranks[i].rec->tensors[e.index], n), &slot)
                      : ResponseCache::Lookup::kMiss;
         if (hit == ResponseCache::Lookup::kHit) {
           mine[slot] = 1;
@@ -312,7 +314,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         for (Entry* e : list) {
           e->sent = true;
           const size_t before = responses.size();
-          coordinator.add(i, make_request(ranks[i].rec->tensors[e->index]), &responses);
+          coordinator.add(i, make_request(ranks[i].rec->tensors[e->index], n), &responses);
           slow_count += responses.size() - before;
         }
       }
@@ -349,6 +351,8 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         t += model.allgather.at(static_cast<double>(total));
       } else if (first.tensor.op == OpType::kReducescatter) {
         t += model.reducescatter_ns(bytes);
+      } else if (first.tensor.op == OpType::kAlltoall) {
+        t += model.alltoall_ns(bytes);
       } else {
         t += model.broadcast.at(static_cast<double>(bytes));
       }

@@ -15,6 +15,7 @@ bool is_ring_step_kind(uint16_t kind) {
     case EventKind::kRingAllgather:
     case EventKind::kAllgatherStep:
     case EventKind::kBroadcastStep:
+    case EventKind::kAlltoallStep:
     case EventKind::kRecursiveDoublingStep:
       return true;
     default:

@@ -33,6 +33,8 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(72, 191, 227, 255);
     case EventKind::kReducescatter:
       return IM_COL32(96, 120, 240, 255);
+    case EventKind::kAlltoall:
+      return IM_COL32(140, 110, 230, 255);
     case EventKind::kNcclAllreduce:
     case EventKind::kNcclAllgather:
     case EventKind::kNcclBroadcast:
@@ -45,6 +47,8 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(177, 133, 219, 255);
     case EventKind::kBroadcastStep:
       return IM_COL32(140, 110, 200, 255);
+    case EventKind::kAlltoallStep:
+      return IM_COL32(186, 160, 250, 255);
     case EventKind::kRecursiveDoublingStep:
       return IM_COL32(123, 44, 191, 255);
     case EventKind::kNcclReduceScatter:
@@ -110,6 +114,10 @@ const char* kind_label(uint16_t kind) {
       return "broadcast";
     case EventKind::kReducescatter:
       return "reducescatter";
+    case EventKind::kAlltoall:
+      return "alltoall";
+    case EventKind::kAlltoallStep:
+      return "alltoall step";
     case EventKind::kNcclAllreduce:
       return "NCCL allreduce";
     case EventKind::kNcclAllgather:

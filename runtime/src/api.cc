@@ -231,6 +231,20 @@ Status reducescatter_async(const std::string& name, DataType dtype, const Shape&
       output, std::move(done), device);
 }
 
+Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
+                      const void* input, const std::vector<int64_t>& splits,
+                      AlltoallAllocator allocate, DoneCallback done, Device device) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  Request req{name, OpType::kAlltoall, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape};
+  req.splits = splits;
+  TensorEntry e = make_entry(std::move(req), device);
+  e.input = input;
+  e.allocate_alltoall = std::move(allocate);
+  e.done = std::move(done);
+  return rt->submit(std::move(e));
+}
+
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
   if (rows <= 0 || ranks <= 0 || rank < 0 || rank >= ranks) return 0;
   return static_cast<int64_t>(ChunkLayout{static_cast<size_t>(rows), ranks}.chunk_count(rank));
@@ -297,6 +311,20 @@ Status broadcast(const std::string& name, DataType dtype, const Shape& shape, vo
                  int root_rank, Device device) {
   return wait_for([&](DoneCallback cb) {
     return broadcast_async(name, dtype, shape, buffer, root_rank, std::move(cb), device);
+  });
+}
+
+Status alltoall(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                const std::vector<int64_t>& splits, std::vector<uint8_t>* output,
+                Shape* output_shape, std::vector<int64_t>* received_splits) {
+  auto allocate = [=](const Shape& s, const std::vector<int64_t>& received) -> void* {
+    *output_shape = s;
+    *received_splits = received;
+    output->resize(static_cast<size_t>(num_elements(s)) * dtype_size(dtype));
+    return output->data();
+  };
+  return wait_for([&](DoneCallback cb) {
+    return alltoall_async(name, dtype, shape, input, splits, allocate, std::move(cb));
   });
 }
 

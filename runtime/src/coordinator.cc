@@ -53,7 +53,7 @@ bool describe_disagreement(const std::string& name, const std::vector<std::optio
   }
   if (op == OpType::kBroadcast)
     checks.push_back({"root rank", [](const Request& r) { return std::to_string(r.root); }});
-  if (op == OpType::kAllgather) {
+  if (varies_dim0(op)) {
     checks.push_back({"rank (number of dimensions)",
                       [](const Request& r) { return std::to_string(r.shape.size()); }});
     checks.push_back({"shape (dimensions after the first)", [](const Request& r) {
@@ -87,7 +87,7 @@ bool all_agree(const std::vector<std::optional<Request>>& reqs) {
         (b.reduce != a.reduce || b.prescale != a.prescale || b.postscale != a.postscale))
       return false;
     if (a.op == OpType::kBroadcast && b.root != a.root) return false;
-    if (a.op == OpType::kAllgather) {
+    if (varies_dim0(a.op)) {
       if (b.shape.size() != a.shape.size() ||
           (!a.shape.empty() &&
            !std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1)))
@@ -99,6 +99,59 @@ bool all_agree(const std::vector<std::optional<Request>>& reqs) {
   return true;
 }
 
+// Every rank's splits (an empty list: dim 0 split equally), row major into
+// *matrix. Returns what is wrong with them, naming each rank, or "".
+std::string alltoall_split_matrix(const std::vector<std::optional<Request>>& reqs,
+                                  std::vector<int64_t>* matrix) {
+  const int64_t n = static_cast<int64_t>(reqs.size());
+  std::string problems;
+  auto problem = [&](size_t rank, const std::string& what) {
+    problems +=
+        (problems.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " + what;
+  };
+  matrix->clear();
+  if (n > kMaxAlltoallRanks)
+    return "the split matrix of " + std::to_string(n) +
+           " ranks is too large to negotiate (at most " + std::to_string(kMaxAlltoallRanks) +
+           " ranks)";
+  matrix->reserve(static_cast<size_t>(n * n));
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    const int64_t rows = reqs[r]->shape[0];
+    std::vector<int64_t> splits = reqs[r]->splits;
+    if (splits.empty()) {
+      if (rows % n != 0) {
+        problem(r, "gave no splits, and its dim 0 (" + std::to_string(rows) +
+                       ") does not divide into " + std::to_string(n) + " equal parts");
+        continue;
+      }
+      splits.assign(static_cast<size_t>(n), rows / n);
+    }
+    if (static_cast<int64_t>(splits.size()) != n) {
+      problem(r, "gave " + std::to_string(splits.size()) + " splits for " + std::to_string(n) +
+                     " ranks (one per rank is needed)");
+      continue;
+    }
+    int64_t sum = 0;
+    bool negative = false, wraps = false;
+    for (int64_t s : splits) {
+      negative = negative || s < 0;
+      wraps = wraps || __builtin_add_overflow(sum, s, &sum);
+    }
+    if (negative) {
+      problem(r, "gave a negative split " + shape_string(splits));
+      continue;
+    }
+    if (wraps || sum != rows) {
+      problem(r, "gave splits " + shape_string(splits) + " that add up to " +
+                     (wraps ? std::string("more than int64 holds") : std::to_string(sum)) +
+                     ", not its dim 0 (" + std::to_string(rows) + ")");
+      continue;
+    }
+    matrix->insert(matrix->end(), splits.begin(), splits.end());
+  }
+  return problems;
+}
+
 }  // namespace
 
 Response Coordinator::validate(const std::string& name,
@@ -107,7 +160,7 @@ Response Coordinator::validate(const std::string& name,
   resp.tensor = *reqs[0];
   const OpType op = reqs[0]->op;
   if (!all_agree(reqs) && !describe_disagreement(name, reqs, &resp)) return resp;
-  if ((op == OpType::kAllgather || op == OpType::kReducescatter) && resp.tensor.shape.empty()) {
+  if (op != OpType::kAllreduce && op != OpType::kBroadcast && resp.tensor.shape.empty()) {
     resp.kind = Response::Kind::kError;
     resp.error = std::string(op_type_name(op)) + " of tensor '" + name +
                  "' needs at least one dimension (it " +
@@ -122,6 +175,14 @@ Response Coordinator::validate(const std::string& name,
   }
   if (op == OpType::kAllgather)
     for (const auto& r : reqs) resp.first_dims.push_back(r->shape[0]);
+  if (op == OpType::kAlltoall) {
+    std::string problems = alltoall_split_matrix(reqs, &resp.first_dims);
+    if (!problems.empty()) {
+      resp.kind = Response::Kind::kError;
+      resp.error = "alltoall of tensor '" + name + "': " + problems;
+      resp.first_dims.clear();
+    }
+  }
   return resp;
 }
 

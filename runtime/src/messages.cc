@@ -71,6 +71,7 @@ void put_request(Writer& w, const Request& r) {
   w.put<double>(r.postscale);
   w.i64s(r.shape);
   w.put<int32_t>(r.device);
+  if (r.op == OpType::kAlltoall) w.i64s(r.splits);
 }
 
 bool get_request(Reader& rd, Request* r) {
@@ -79,7 +80,8 @@ bool get_request(Reader& rd, Request* r) {
       !rd.get(&r->root) || !rd.get(&r->prescale) || !rd.get(&r->postscale) || !rd.i64s(&r->shape) ||
       !rd.get(&r->device))
     return false;
-  if (op > 3 || dtype > 6 || reduce > 3) return false;
+  if (op > kMaxOpType || dtype > 6 || reduce > 3) return false;
+  if (static_cast<OpType>(op) == OpType::kAlltoall && !rd.i64s(&r->splits)) return false;
   r->op = static_cast<OpType>(op);
   r->dtype = static_cast<DataType>(dtype);
   r->reduce = static_cast<ReduceOp>(reduce);
@@ -102,6 +104,8 @@ const char* op_type_name(OpType op) {
       return "broadcast";
     case OpType::kReducescatter:
       return "reducescatter";
+    case OpType::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }

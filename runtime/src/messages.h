@@ -11,10 +11,22 @@
 
 namespace ringscope {
 
-enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kReducescatter = 3 };
+enum class OpType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kReducescatter = 3,
+  kAlltoall = 4,
+};
+constexpr uint8_t kMaxOpType = 4;
+// An alltoall's response carries the n x n split matrix; a decoded array
+// holds at most 2^24 entries, so alltoall is refused above 4096 ranks.
+constexpr int64_t kMaxAlltoallRanks = 4096;
 const char* op_type_name(OpType op);
 // Ops that combine values with a ReduceOp and scale factors.
 inline bool reduces(OpType op) { return op == OpType::kAllreduce || op == OpType::kReducescatter; }
+// Ops whose dim 0 may differ per rank (only the dimensions after it agree).
+inline bool varies_dim0(OpType op) { return op == OpType::kAllgather || op == OpType::kAlltoall; }
 
 // One rank's wish to run a collective on a named tensor.
 struct Request {
@@ -27,6 +39,9 @@ struct Request {
   double postscale = 1.0;
   Shape shape;
   int32_t device = -1;  // CUDA ordinal of the tensor on the sending rank, -1 = host
+  // Alltoall: rows of dim 0 sent to each rank, in rank order (empty = an
+  // equal split). Encoded for alltoall requests only.
+  std::vector<int64_t> splits = {};
   bool on_device() const { return device >= 0; }
 };
 
@@ -34,12 +49,14 @@ struct Request {
 struct Response {
   enum class Kind : uint8_t { kRun = 0, kError = 1 };
   Kind kind = Kind::kRun;
-  Request tensor;                   // the agreed parameters (rank 0's shape)
-  std::vector<int64_t> first_dims;  // allgather: dim 0 of every rank
-  std::string error;                // kError: the message, naming ranks
-  bool from_cache = false;          // fast path (set locally, not encoded)
-  uint32_t cache_slot = 0;          // from_cache: the slot it came from (local)
-  size_t bytes() const;             // payload on one rank (allreduce/bcast)
+  Request tensor;  // the agreed parameters (rank 0's shape)
+  // Allgather: dim 0 of every rank. Alltoall: every rank's splits, row
+  // major (entry s * size + d = rows rank s sends to rank d).
+  std::vector<int64_t> first_dims;
+  std::string error;        // kError: the message, naming ranks
+  bool from_cache = false;  // fast path (set locally, not encoded)
+  uint32_t cache_slot = 0;  // from_cache: the slot it came from (local)
+  size_t bytes() const;     // payload on one rank (allreduce/bcast)
 };
 
 // Everything a rank sends the coordinator in one slow-path cycle.

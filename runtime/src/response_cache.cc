@@ -10,8 +10,10 @@ ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<uint32_t>(i - 1));
 }
 
+// Allgather and alltoall responses carry what every rank sent (dim 0, the
+// splits), which a rank's own request does not show: they always negotiate.
 bool ResponseCache::cacheable(const Response& r) {
-  return r.kind == Response::Kind::kRun && r.tensor.op != OpType::kAllgather;
+  return r.kind == Response::Kind::kRun && !varies_dim0(r.tensor.op);
 }
 
 static bool same_params(const Request& a, const Request& b) {

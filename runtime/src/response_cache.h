@@ -2,8 +2,9 @@
 // identical copy: entries are inserted, touched and evicted only while
 // executing the agreed response list, in its order, so slot numbers (the
 // bits of the per-cycle ready vector) mean the same tensor on every rank.
-// Eviction is least-recently-used. Allgather and error responses are never
-// cached (allgather's dim 0 may change per call).
+// Eviction is least-recently-used. Allgather, alltoall and error responses
+// are never cached (allgather's dim 0 and alltoall's splits may change per
+// call, and a rank's own request does not show the other ranks').
 #pragma once
 
 #include <cstdint>

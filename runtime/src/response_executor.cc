@@ -85,6 +85,7 @@ Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<R
     case OpType::kBroadcast:
       return device_->broadcast(first, r, entries[first], ctx);
     case OpType::kReducescatter:
+    case OpType::kAlltoall:
       break;  // refused at submit (Runtime::submit): never reaches the device
   }
   return Status(StatusCode::kInternal, "unknown op", transport_->rank());
@@ -130,6 +131,9 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
         break;
       case OpType::kReducescatter:
         s = run_reducescatter(first, r, *entries[first], p, &local);
+        break;
+      case OpType::kAlltoall:
+        s = run_alltoall(first, r, *entries[first], p, &local);
         break;
     }
     if (!s.ok()) {

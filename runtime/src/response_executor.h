@@ -1,7 +1,7 @@
 // ResponseExecutor: runs one cycle's agreed response list on this rank.
 // Plans fusion, copies into the fusion buffer (applying prescale), runs the
 // collective (ring, shared memory or MPI_Allreduce, ring allgatherv, chain
-// broadcast),
+// broadcast, ring reducescatter, pairwise alltoall),
 // copies out (applying postscale and 1/n for Average), and records each
 // phase. It owns the fusion buffer and ring scratch, allocated once and grown
 // only between collectives, by every rank together (AgreedHostBuffer): a
@@ -115,6 +115,9 @@ class ResponseExecutor {
   // response_executor_reducescatter.cc
   Status run_reducescatter(size_t index, const Response& r, TensorEntry& e,
                            const ExecutionParams& p, Status* result);
+  // response_executor_alltoall.cc
+  Status run_alltoall(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
+                      Status* result);
   CollectiveContext context(const ExecutionParams& p, int32_t seq_index, int32_t name_id);
   void record(const ExecutionParams& p, EventKind kind, int64_t start, int32_t seq_index,
               int32_t name_id, int64_t bytes, int64_t value = 0, int32_t aux = 0,

@@ -128,6 +128,7 @@ void Runtime::remove_pending(PendingMap::iterator it) {
   // released now, not when the node is reused.
   node.mapped().done = nullptr;
   node.mapped().allocate = nullptr;
+  node.mapped().allocate_alltoall = nullptr;
   spare_pending_.push_back(std::move(node));
 }
 

@@ -15,22 +15,24 @@ Status check_submission(const TensorEntry& entry, int rank, int size) {
                     "tensor '" + r.name + "' has a negative dimension " + shape_string(r.shape),
                     rank);
   const bool has_data = num_elements(r.shape) > 0;
-  bool needs_output = has_data && r.op != OpType::kAllgather;
+  bool needs_output = has_data && !varies_dim0(r.op);
+  if ((r.op == OpType::kReducescatter || r.op == OpType::kAlltoall) && r.on_device())
+    return Status(StatusCode::kUnimplemented,
+                  std::string(op_type_name(r.op)) + " of '" + r.name +
+                      "': device (GPU) tensors are not supported yet; pass a host copy",
+                  rank);
   if (r.op == OpType::kReducescatter) {
     // A scalar is refused by the coordinator, on every rank alike.
-    if (r.on_device())
-      return Status(StatusCode::kUnimplemented,
-                    "reducescatter of '" + r.name +
-                        "': device (GPU) tensors are not supported yet; reducescatter a host copy",
-                    rank);
     // This rank's output holds its rows only, which may be none.
     needs_output = has_data && !r.shape.empty() && reducescatter_rows(r.shape[0], size, rank) > 0;
   }
   if ((has_data && !entry.input) || (needs_output && !entry.output))
     return Status(StatusCode::kInvalidArgument, "tensor '" + r.name + "' has a null buffer", rank);
-  if (r.op == OpType::kAllgather && !entry.allocate)
-    return Status(StatusCode::kInvalidArgument,
-                  "allgather of '" + r.name + "' needs an output allocator", rank);
+  if ((r.op == OpType::kAllgather && !entry.allocate) ||
+      (r.op == OpType::kAlltoall && !entry.allocate_alltoall))
+    return Status(
+        StatusCode::kInvalidArgument,
+        std::string(op_type_name(r.op)) + " of '" + r.name + "' needs an output allocator", rank);
   return Status::OK();
 }
 

@@ -15,6 +15,16 @@ void* allocate_output(TensorEntry& entry, const Shape& shape) noexcept {
   }
 }
 
+void* allocate_output(TensorEntry& entry, const Shape& shape,
+                      const std::vector<int64_t>& received_splits) noexcept {
+  if (!entry.allocate_alltoall) return nullptr;
+  try {
+    return entry.allocate_alltoall(shape, received_splits);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 std::string complete(TensorEntry& entry, const Status& status) noexcept {
   if (!entry.done) return {};
   std::string what;

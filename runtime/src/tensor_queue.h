@@ -29,6 +29,7 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;
   AllgatherAllocator allocate;
+  AlltoallAllocator allocate_alltoall;
   DoneCallback done;
   void* ready_event = nullptr;  // device tensors: cudaEvent_t to wait for (or null)
   SteadyClock::time_point enqueued_at;
@@ -46,6 +47,9 @@ struct TensorEntry {
 // An allgather's output: null where the entry has no allocator, or the
 // allocator returned none or threw.
 void* allocate_output(TensorEntry& entry, const Shape& shape) noexcept;
+// The same for an alltoall.
+void* allocate_output(TensorEntry& entry, const Shape& shape,
+                      const std::vector<int64_t>& received_splits) noexcept;
 // Runs the entry's completion callback, if any. Returns what it threw, as
 // text, for the runtime to log; empty when it returned normally.
 std::string complete(TensorEntry& entry, const Status& status) noexcept;

@@ -63,6 +63,7 @@ enum Tag : int {
   kTagBroadcast = 19,
   kTagRecursiveDoubling = 20,
   kTagHalvingDoubling = 21,
+  kTagAlltoall = 22,
 };
 
 // How to poll while waiting. kData: data transfers, which complete soon -

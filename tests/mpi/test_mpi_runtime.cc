@@ -196,6 +196,65 @@ TEST_CASE("public API: reducescatter of every dtype and op with rows fewer than 
   }
 }
 
+TEST_CASE("public API: alltoall of every dtype with uneven and empty blocks and large rows",
+          "[mpi]") {
+  const int n = ringscope::size(), r = ringscope::rank();
+  auto rows_to = [](int s, int d, int salt, int64_t scale) {
+    return ((s * 3 + d * 5 + salt) % 4) * scale;
+  };
+  int salt = 300;
+  for (DataType t : all_dtypes())
+    for (int64_t width : {int64_t{3}, int64_t{65536}}) {  // 64 K elements: MPI's rendezvous
+      ++salt;
+      const int64_t scale = width > 3 ? 1 : 50;
+      auto splits = [&](int s) {
+        std::vector<int64_t> v;
+        for (int d = 0; d < n; ++d) v.push_back(rows_to(s, d, salt, scale));
+        return v;
+      };
+      auto rows_of = [&](int s) {
+        int64_t total = 0;
+        for (int64_t x : splits(s)) total += x;
+        return total;
+      };
+      const size_t es = dtype_size(t), row = static_cast<size_t>(width) * es;
+      std::vector<uint8_t> in = make_input(t, r, static_cast<size_t>(rows_of(r) * width), salt);
+      std::vector<uint8_t> out;
+      Shape out_shape;
+      std::vector<int64_t> received;
+      Status st = ringscope::alltoall("a2a" + std::to_string(salt), t, {rows_of(r), width},
+                                      in.data(), splits(r), &out, &out_shape, &received);
+      INFO(dtype_name(t) << " width " << width << ": " << st.to_string());
+      REQUIRE(st.ok());
+      std::vector<uint8_t> want;
+      std::vector<int64_t> want_received;
+      for (int s = 0; s < n; ++s) {
+        const std::vector<uint8_t> theirs =
+            make_input(t, s, static_cast<size_t>(rows_of(s) * width), salt);
+        int64_t first = 0;
+        for (int d = 0; d < r; ++d) first += splits(s)[d];
+        want.insert(want.end(), theirs.begin() + first * row,
+                    theirs.begin() + (first + splits(s)[r]) * row);
+        want_received.push_back(splits(s)[r]);
+      }
+      REQUIRE(received == want_received);
+      REQUIRE(out_shape[0] == static_cast<int64_t>(want.size() / row));
+      REQUIRE(out == want);
+    }
+  // Splits that do not add up on the last rank fail on every rank, naming it.
+  std::vector<float> in(4, 1.0f);
+  std::vector<uint8_t> out;
+  Shape out_shape;
+  std::vector<int64_t> received;
+  std::vector<int64_t> bad(n, 0);
+  bad[0] = r == n - 1 ? 3 : 4;
+  Status st = ringscope::alltoall("a2a bad", DataType::kFloat32, {4}, in.data(), bad, &out,
+                                  &out_shape, &received);
+  INFO(st.to_string());
+  REQUIRE(st.code() == StatusCode::kMismatch);
+  REQUIRE(st.message().find("rank " + std::to_string(n - 1) + " gave splits") != std::string::npos);
+}
+
 TEST_CASE("public API: submission order differs per rank, several threads", "[mpi]") {
   const int n = ringscope::size(), r = ringscope::rank();
   const int threads = 3, per_thread = 20;

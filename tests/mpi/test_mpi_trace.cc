@@ -120,6 +120,26 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     CHECK(mine[0] == static_cast<float>(n));
     ++submitted;
   }
+  // An alltoall, one row to every rank: ALLTOALL with its n-1 exchanges.
+  {
+    std::vector<float> rows(static_cast<size_t>(n) * 32, static_cast<float>(rank));
+    std::vector<float> got;
+    std::promise<Status> done;
+    TensorEntry e;
+    e.req =
+        Request{"routed", OpType::kAlltoall, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1, {n, 32}};
+    e.input = rows.data();
+    e.allocate_alltoall = [&got](const Shape& s, const std::vector<int64_t>&) -> void* {
+      got.resize(static_cast<size_t>(num_elements(s)));
+      return got.data();
+    };
+    e.done = [&done](const Status& s) { done.set_value(s); };
+    REQUIRE(rt->submit(std::move(e)).ok());
+    REQUIRE(done.get_future().get().ok());
+    REQUIRE(got.size() == rows.size());
+    CHECK(got.back() == static_cast<float>(n - 1));
+    ++submitted;
+  }
   const Runtime::Counters counters = rt->counters();
   rt->shutdown();  // closes the trace, with the end clock offset
   MPI_Barrier(MPI_COMM_WORLD);
@@ -131,7 +151,8 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
   {
     TraceReader mine;
     REQUIRE(mine.open({per_rank_trace_path(base, rank)}).ok());
-    int enqueues = 0, steps_marked = 0, shared_memory = 0, other_algorithm = 0, scatters = 0;
+    int enqueues = 0, steps_marked = 0, shared_memory = 0, other_algorithm = 0, scatters = 0,
+        exchanges = 0;
     REQUIRE(mine.scan_events(rank,
                              [&](const StoredEvent& s) {
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kEnqueue))
@@ -142,6 +163,8 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
                                  ++fusions_here;
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kReducescatter))
                                  ++scatters;
+                               if (s.event.kind == static_cast<uint16_t>(EventKind::kAlltoallStep))
+                                 ++exchanges;
                                if (s.event.kind == static_cast<uint16_t>(EventKind::kAllreduce))
                                  ++(s.event.value == kAlgorithmSharedMemory ? shared_memory
                                                                             : other_algorithm);
@@ -159,6 +182,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
       CHECK(shared_memory == 0);
     CHECK(other_algorithm >= 1);  // the late 64-byte tensor
     CHECK(scatters == 1);
+    CHECK(exchanges == n - 1);
     (void)counters;
   }
   std::vector<int> fusions(n);

@@ -138,6 +138,21 @@ TEST_CASE("check expects n-1 reduce-scatter steps and no allgather for a reduces
       has_violation(report, "ring-steps", "2 reduce-scatter + 1 allgather steps; expected 2 + 0"));
 }
 
+TEST_CASE("check expects n-1 exchange steps for an alltoall", "[trace][check]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.alltoall = true;
+  run.cycles = 3;
+  CheckReport clean = check_run(run, dir);
+  INFO((clean.violations.empty() ? std::string() : clean.violations[0]));
+  CHECK(clean.ok());
+  run.extra_ring_step_on_rank = 2;
+  CheckReport report = check_run(run, dir);
+  CHECK(has_violation(report, "alltoall-steps",
+                      "rank 2: alltoall (cycle 0, seq 0) has 4 exchange steps; expected n-1 = 3"));
+}
+
 TEST_CASE("check reports dropped events as a violation unless allowed", "[trace][check]") {
   test::TempDir dir;
   const std::string path = dir.file("drop.rank0.sqlite");

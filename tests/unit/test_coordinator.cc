@@ -1,6 +1,8 @@
 // Coordinator: readiness counting, validation messages, stall reports.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "coordinator.h"
 
 using namespace ringscope;
@@ -144,6 +146,48 @@ TEST_CASE("reducescatter: reduce op and scale factors must agree and a scalar is
   REQUIRE(ready.size() == 1);
   CHECK(ready[0].kind == Response::Kind::kRun);
   CHECK(ready[0].tensor.op == OpType::kReducescatter);
+}
+
+TEST_CASE("alltoall: the split matrix of every rank, equal splits filled in, errors name ranks",
+          "[coordinator][alltoall]") {
+  Coordinator c(3);
+  std::vector<Response> ready;
+  Request a = req("t", {3, 2}, DataType::kFloat32, OpType::kAlltoall), b = a, d = a;
+  a.splits = {0, 1, 2};
+  b.shape = {6, 2};  // no splits: 2 rows to each rank
+  d.shape = {1, 2};
+  d.splits = {1, 0, 0};
+  c.add(0, a, &ready);
+  c.add(1, b, &ready);
+  c.add(2, d, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  CHECK(ready[0].first_dims == std::vector<int64_t>{0, 1, 2, 2, 2, 2, 1, 0, 0});
+  ready.clear();
+  b.splits = {9};
+  d.splits = {2, 0, 0};
+  c.add(0, a, &ready);
+  c.add(1, b, &ready);
+  c.add(2, d, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error ==
+        "alltoall of tensor 't': rank 1 gave 1 splits for 3 ranks (one per rank is needed); rank "
+        "2 gave splits [2, 0, 0] that add up to 2, not its dim 0 (1)");
+  CHECK(ready[0].first_dims.empty());
+  // Splits whose sum would wrap around are refused, not wrapped.
+  ready.clear();
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  Request wraps = req("t", {0, 2}, DataType::kFloat32, OpType::kAlltoall);
+  wraps.splits = {huge, huge, 2};
+  c.add(0, wraps, &ready);
+  c.add(1, wraps, &ready);
+  c.add(2, wraps, &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error.find("rank 0 gave splits [9223372036854775807, 9223372036854775807, 2] "
+                            "that add up to more than int64 holds, not its dim 0 (0)") !=
+        std::string::npos);
 }
 
 TEST_CASE("broadcast root out of range is an error", "[coordinator]") {

@@ -19,11 +19,14 @@ TEST_CASE("request list round trip", "[messages]") {
       Request{"emb", OpType::kAllgather, DataType::kInt64, ReduceOp::kSum, 0, 1.0, 1.0, {7}});
   in.requests.push_back(Request{
       "shard", OpType::kReducescatter, DataType::kFloat32, ReduceOp::kMax, 0, 1, 3, {9, 2}});
+  Request routed{"routed", OpType::kAlltoall, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {5, 4}};
+  routed.splits = {0, 3, 2};
+  in.requests.push_back(routed);
   in.pending_names = {"a", "b"};
   in.pending_age_ms = {10, 20000};
   RequestList out;
   REQUIRE(decode(encode(in), &out).ok());
-  REQUIRE(out.requests.size() == 3);
+  REQUIRE(out.requests.size() == 4);
   CHECK(out.requests[0].name == "grad/conv1");
   CHECK(out.requests[0].dtype == DataType::kFloat16);
   CHECK(out.requests[0].reduce == ReduceOp::kAverage);
@@ -34,6 +37,10 @@ TEST_CASE("request list round trip", "[messages]") {
   CHECK(out.requests[2].op == OpType::kReducescatter);
   CHECK(out.requests[2].reduce == ReduceOp::kMax);
   CHECK(out.requests[2].postscale == 3.0);
+  CHECK(out.requests[2].splits.empty());
+  CHECK(out.requests[3].op == OpType::kAlltoall);
+  CHECK(out.requests[3].splits == std::vector<int64_t>{0, 3, 2});
+  CHECK(out.requests[3].shape == Shape{5, 4});
   CHECK(out.pending_names == in.pending_names);
   CHECK(out.pending_age_ms == in.pending_age_ms);
 }
@@ -49,17 +56,26 @@ TEST_CASE("response list round trip", "[messages]") {
   e.error = "Mismatched shape";
   e.first_dims = {1, 2, 3};
   in.responses.push_back(e);
+  Response routed;
+  routed.tensor =
+      Request{"z", OpType::kAlltoall, DataType::kInt64, ReduceOp::kSum, 0, 1, 1, {1, 8}};
+  routed.tensor.splits = {1, 0};
+  routed.first_dims = {1, 0, 2, 2};
+  in.responses.push_back(routed);
   in.stall_warning = "stalled";
   in.abort = true;
   in.error = "rank 0 could not read";
   ResponseList out;
   REQUIRE(decode(encode(in), &out).ok());
-  REQUIRE(out.responses.size() == 2);
+  REQUIRE(out.responses.size() == 3);
   CHECK(out.responses[0].tensor.root == 2);
   CHECK(out.responses[1].kind == Response::Kind::kError);
   CHECK(out.responses[1].error == "Mismatched shape");
   CHECK(out.responses[1].first_dims == std::vector<int64_t>{1, 2, 3});
   CHECK(out.stall_warning == "stalled");
+  CHECK(out.responses[2].tensor.op == OpType::kAlltoall);
+  CHECK(out.responses[2].tensor.splits == std::vector<int64_t>{1, 0});
+  CHECK(out.responses[2].first_dims == std::vector<int64_t>{1, 0, 2, 2});
   CHECK(out.abort);
   CHECK(out.error == "rank 0 could not read");
 }
@@ -68,6 +84,9 @@ TEST_CASE("every truncation of a message is rejected, not crashed on", "[message
   RequestList in;
   in.requests.push_back(
       Request{"name", OpType::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1, {1, 2}});
+  Request routed{"a2a", OpType::kAlltoall, DataType::kFloat32, ReduceOp::kSum, 0, 1, 1, {3}};
+  routed.splits = {1, 2};  // the last bytes: a cut inside them is caught too
+  in.requests.push_back(routed);
   std::vector<uint8_t> bytes = encode(in);
   for (size_t len = 0; len < bytes.size(); ++len) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + len);
@@ -90,7 +109,7 @@ TEST_CASE("out-of-range enum values are rejected", "[messages]") {
   bytes[1 + 4 + 4 + 1 + 1] = 99;
   RequestList out;
   CHECK_FALSE(decode(bytes, &out).ok());
-  bytes[1 + 4 + 4 + 1] = 4;  // op: one past kReducescatter
+  bytes[1 + 4 + 4 + 1] = 5;  // op: one past kAlltoall
   bytes[1 + 4 + 4 + 1 + 1] = 0;
   CHECK_FALSE(decode(bytes, &out).ok());
   bytes[1 + 4 + 4 + 1] = 3;

@@ -1,11 +1,12 @@
 // TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
-// for allreduce, allgather, broadcast and reducescatter. Each op hands its tensor to
+// for allreduce, allgather, broadcast, reducescatter and alltoall. Each op hands its tensor to
 // ringscope under the name given by Python (derived from the TF op or
 // variable name, so traces show names the user recognises) and completes
 // TensorFlow's `done` from ringscope's callback, carrying any error message.
 // Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ringscope/ringscope.h"
 #include "tensorflow/core/framework/op.h"
@@ -185,6 +186,44 @@ class AllgatherOp : public RingscopeKernel {
   }
 };
 
+class AlltoallOp : public RingscopeKernel {
+ public:
+  using RingscopeKernel::RingscopeKernel;
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const tf::Tensor& in = ctx->input(0);
+    // The splits, whatever their shape (empty: an equal split). Wrong
+    // splits and scalars go to the runtime as they are: its coordinator
+    // fails them on every rank alike, naming the rank.
+    const tf::Tensor& splits_in = ctx->input(1);
+    std::vector<int64_t> splits;
+    for (int64_t i = 0; i < splits_in.NumElements(); ++i)
+      splits.push_back(splits_in.flat<tf::int32>()(i));
+    // Called on ringscope's thread once every rank's splits are known.
+    auto allocate = [ctx](const ringscope::Shape& shape,
+                          const std::vector<int64_t>& received) -> void* {
+      tf::TensorShape ts;
+      for (int64_t d : shape) ts.AddDim(d);
+      tf::Tensor* out = nullptr;
+      tf::Tensor* received_out = nullptr;
+      if (!ctx->allocate_output(0, ts, &out).ok() ||
+          !ctx->allocate_output(1, tf::TensorShape({static_cast<int64_t>(received.size())}),
+                                &received_out)
+               .ok())
+        return nullptr;
+      for (size_t i = 0; i < received.size(); ++i)
+        received_out->flat<tf::int32>()(static_cast<int64_t>(i)) =
+            static_cast<tf::int32>(received[i]);
+      return const_cast<char*>(out->tensor_data().data());
+    };
+    ringscope::Status s =
+        ringscope::alltoall_async(tensor_name_, dtype, to_shape(in.shape()),
+                                  in.tensor_data().data(), splits, allocate, finish(ctx, done));
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
+};
+
 class BroadcastOp : public RingscopeKernel {
  public:
   explicit BroadcastOp(tf::OpKernelConstruction* ctx) : RingscopeKernel(ctx) {
@@ -300,6 +339,30 @@ REGISTER_OP("RingscopeReducescatter")
         "Reduction of `tensor` across all ranks, split along dim 0: this rank's rows (the first "
         "dim0 % size ranks get one more).");
 
+REGISTER_OP("RingscopeAlltoall")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("tensor_name: string = ''")
+    .Input("tensor: T")
+    .Input("splits: int32")
+    .Output("output: T")
+    .Output("received_splits: int32")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      if (c->RankKnown(c->input(0)) && c->Rank(c->input(0)) == 0) {
+        c->set_output(0, c->input(0));  // the runtime fails it on every rank
+      } else {
+        tf::shape_inference::ShapeHandle out;
+        TF_RETURN_IF_ERROR(c->ReplaceDim(c->input(0), 0, c->UnknownDim(), &out));
+        c->set_output(0, out);
+      }
+      c->set_output(1, c->Vector(c->UnknownDim()));
+      return tf::Status();
+    })
+    .Doc(
+        "Sends splits[d] consecutive rows of dim 0 to rank d (empty splits: an equal split); "
+        "returns what every rank sent this rank, in rank order, and how many rows came from "
+        "each.");
+
 REGISTER_OP("RingscopeBroadcast")
     .Attr(RINGSCOPE_TYPES)
     .Attr("root_rank: int")
@@ -317,3 +380,4 @@ REGISTER_KERNEL_BUILDER(Name("RingscopeAllreduce").Device(tf::DEVICE_CPU), Allre
 REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeReducescatter").Device(tf::DEVICE_CPU), ReducescatterOp);
+REGISTER_KERNEL_BUILDER(Name("RingscopeAlltoall").Device(tf::DEVICE_CPU), AlltoallOp);

@@ -20,6 +20,7 @@ struct RankScan {
   std::set<CollectiveKey> shared_memory;                    // allreduces using it
   std::map<CollectiveKey, int> doubling_steps;
   std::map<CollectiveKey, int64_t> reducescatter_bytes;
+  std::map<CollectiveKey, int> alltoall_steps;
   int64_t dropped_marked = 0;
 };
 
@@ -28,7 +29,8 @@ bool is_checked_collective(uint16_t kind) {
          kind == static_cast<uint16_t>(EventKind::kMpiAllreduce) ||
          kind == static_cast<uint16_t>(EventKind::kAllgather) ||
          kind == static_cast<uint16_t>(EventKind::kBroadcast) ||
-         kind == static_cast<uint16_t>(EventKind::kReducescatter);
+         kind == static_cast<uint16_t>(EventKind::kReducescatter) ||
+         kind == static_cast<uint16_t>(EventKind::kAlltoall);
 }
 
 std::string key_text(const CollectiveKey& key) {
@@ -90,6 +92,8 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
       ++scan->ring_steps[key].second;
     } else if (e.kind == static_cast<uint16_t>(EventKind::kRecursiveDoublingStep)) {
       ++scan->doubling_steps[key];
+    } else if (e.kind == static_cast<uint16_t>(EventKind::kAlltoallStep)) {
+      ++scan->alltoall_steps[key];
     } else if (e.kind == static_cast<uint16_t>(EventKind::kDropped)) {
       scan->dropped_marked += e.aux;
     }
@@ -165,6 +169,16 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
                                                std::to_string(expected) + " + 0");
         continue;
       }
+      if (kind == static_cast<uint16_t>(EventKind::kAlltoall) && n > 1) {
+        auto it = scan.alltoall_steps.find(key);
+        const int got = it == scan.alltoall_steps.end() ? 0 : it->second;
+        if (got != n - 1)
+          reporter.violation("alltoall-steps",
+                             "rank " + std::to_string(rank) + ": alltoall " + key_text(key) +
+                                 " has " + std::to_string(got) +
+                                 " exchange steps; expected n-1 = " + std::to_string(n - 1));
+        continue;
+      }
       if (kind != static_cast<uint16_t>(EventKind::kAllreduce) || n <= 1 ||
           scan.non_ring.count(key))
         continue;
@@ -210,6 +224,13 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
                                              " + " + std::to_string(n - 1) +
                                              " = 2(n-1) for n=" + std::to_string(n));
     }
+    for (const auto& [key, count] : scan.alltoall_steps)
+      if (scan.collectives.count(key) == 0 ||
+          scan.collectives.at(key) != static_cast<uint16_t>(EventKind::kAlltoall))
+        reporter.violation("ring-step-orphan", "rank " + std::to_string(rank) + ": " +
+                                                   std::to_string(count) +
+                                                   " alltoall steps tagged " + key_text(key) +
+                                                   " but no alltoall with that id");
     for (const auto& [key, counts] : scan.ring_steps)
       if (!scan.collectives.count(key) && !scan.non_ring.count(key))
         reporter.violation("ring-step-orphan", "rank " + std::to_string(rank) + ": " +

@@ -75,6 +75,11 @@ constexpr EventKindInfo kKinds[] = {
     {K::kReducescatter, "REDUCESCATTER", L::kCollective, true,
      "whole reducescatter collective; bytes = the input's payload, value = algorithm (0 ring: "
      "n-1 RING_REDUCE_SCATTER steps), aux = rows this rank kept"},
+    {K::kAlltoall, "ALLTOALL", L::kCollective, true,
+     "whole alltoall (pairwise exchange, n-1 ALLTOALL_STEP steps); bytes = sent (the input's "
+     "payload), value = received (the output's)"},
+    {K::kAlltoallStep, "ALLTOALL_STEP", L::kRing, true,
+     "alltoall exchange `step`: bytes sent to peer_send while receiving peer_recv's block"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

@@ -1,6 +1,7 @@
 // ringscope public C++ API: initialise the runtime, submit collectives on
 // named tensors from any thread, get completion through a callback.
-// Mirrors Horovod's core: allreduce / allgather / broadcast, negotiated across
+// Mirrors Horovod's core: allreduce / allgather / broadcast / reducescatter /
+// alltoall, negotiated across
 // ranks by name, fused and executed by one background thread per process.
 // Must compile as C++17 (TensorFlow's flags): tf_ops includes it.
 #pragma once
@@ -80,6 +81,10 @@ using DoneCallback = std::function<void(const Status&)>;
 // known; returns where to write the output (at least num_elements * size bytes)
 // or nullptr to fail the op.
 using AllgatherAllocator = std::function<void*(const Shape& output_shape)>;
+// For alltoall: the same, also given the rows this rank receives from each
+// rank (in rank order: the output's dim 0 is their sum).
+using AlltoallAllocator =
+    std::function<void*(const Shape& output_shape, const std::vector<int64_t>& received_splits)>;
 
 // Settings that may change during a run. A change proposed on rank 0 takes
 // effect on every rank at the same cycle boundary.
@@ -174,6 +179,16 @@ Status reducescatter_async(const std::string& name, DataType dtype, const Shape&
                            Device device = Device::cpu());
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank);
 int64_t reducescatter_first_row(int64_t rows, int ranks, int rank);
+// Sends consecutive rows of dim 0 to every rank: the first splits[0] rows
+// to rank 0, the next splits[1] to rank 1, ... (splits: one entry per rank,
+// adding up to shape[0]; empty = shape[0] split equally, which must divide
+// by size()). The output is what every rank sent this rank, in rank order;
+// dim 0 may differ per rank, the other dims must agree. Wrong splits fail
+// the op on every rank, naming the ranks. Host memory only: device tensors
+// fail with kUnimplemented. Never fused, never cached (it always negotiates).
+Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
+                      const void* input, const std::vector<int64_t>& splits,
+                      AlltoallAllocator allocate, DoneCallback done, Device device = Device::cpu());
 // In place: `buffer` on root_rank is sent to every rank's `buffer`.
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                        int root_rank, DoneCallback done, Device device = Device::cpu());
@@ -186,6 +201,9 @@ Status allgather(const std::string& name, DataType dtype, const Shape& shape, co
                  std::vector<uint8_t>* output, Shape* output_shape);
 Status broadcast(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                  int root_rank, Device device = Device::cpu());
+Status alltoall(const std::string& name, DataType dtype, const Shape& shape, const void* input,
+                const std::vector<int64_t>& splits, std::vector<uint8_t>* output,
+                Shape* output_shape, std::vector<int64_t>* received_splits);
 Status reducescatter(const std::string& name, DataType dtype, const Shape& shape, const void* input,
                      void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0);
 

@@ -44,6 +44,8 @@ enum class EventKind : uint16_t {
   kHierarchicalCross = 31,      // span: hierarchical allreduce's cross-node step (host)
   kNcclNodeAllgather = 32,      // span: NCCL allgather in a node, hierarchical (device times)
   kReducescatter = 33,          // span: a whole reducescatter collective (aux = rows kept)
+  kAlltoall = 34,               // span: a whole alltoall (bytes sent, value = bytes received)
+  kAlltoallStep = 35,           // span: one pairwise exchange of an alltoall
 };
 
 // Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted

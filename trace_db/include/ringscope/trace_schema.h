@@ -25,8 +25,9 @@ enum class Lane : uint8_t {
   kNegotiation = 1,  // kEnqueue, kNegotiate, kReady
   kFusion = 2,       // kFusion, kFusionMember, kMemcpyIn, kMemcpyOut
   kCollective = 3,   // whole collectives: kAllreduce, kMpiAllreduce, kAllgather, kBroadcast,
-                     // kReducescatter, kNccl*
-  kRing = 4,         // steps: kRingReduceScatter, kRingAllgather, kAllgatherStep, kBroadcastStep
+                     // kReducescatter, kAlltoall, kNccl*
+  kRing = 4,         // steps: kRingReduceScatter, kRingAllgather, kAllgatherStep, kBroadcastStep,
+                     // kAlltoallStep
   kCallback = 5,     // kCallback
   kSettings = 6,     // kSettings
   kAutotune = 7,     // kAutotuneTrial

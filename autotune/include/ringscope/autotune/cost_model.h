@@ -72,6 +72,10 @@ struct CostModel {
   // A reducescatter: the ring's n-1 reduce-scatter steps (it takes no other
   // algorithm); half an allreduce where no ring step was measured.
   double reducescatter_ns(int64_t bytes) const;
+  // An alltoall of `bytes` per rank: n-1 pairwise exchanges of bytes/n,
+  // priced as ring steps of that size (both send one block and receive
+  // one); half an allreduce where no ring step was measured.
+  double alltoall_ns(int64_t bytes) const;
   double copy_in_ns(int64_t bytes, int members) const;
   double copy_out_ns(int64_t bytes, int members) const;
   // ring step beta in GB/s (bytes per ns)

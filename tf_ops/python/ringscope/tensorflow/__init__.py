@@ -33,7 +33,7 @@ __all__ = [
     "broadcast_object", "allgather_object", "barrier", "start_timeline", "stop_timeline",
     "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
-    "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather",
+    "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -247,6 +247,23 @@ def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
                           compression=compression) for i, t in enumerate(tensors)]
 
 
+def alltoall(tensor, splits=None, name=None):
+    """Sends consecutive rows of ``tensor`` (along dim 0) to every rank:
+    ``splits[d]`` rows to rank d, in rank order (default: an equal split,
+    dim 0 must then divide by size()). Returns ``(output, received_splits)``
+    as Horovod does: the rows every rank sent this rank, in rank order, and
+    how many came from each (int32). Dimensions after the first must agree
+    on every rank. Differentiable: the gradient travels the routes back."""
+    tensor = tf.convert_to_tensor(tensor)
+    if splits is None:
+        splits = tf.zeros([0], tf.int32)
+    else:
+        splits = tf.reshape(tf.cast(splits, tf.int32), [-1])
+    output, received_splits = _ops.ringscope_alltoall(
+        tensor, splits, tensor_name=_auto_name("alltoall", name))
+    return output, received_splits
+
+
 def broadcast(tensor, root_rank, name=None):
     """Returns ``tensor`` of rank ``root_rank`` on every rank."""
     return _ops.ringscope_broadcast(tf.convert_to_tensor(tensor), root_rank=int(root_rank),
@@ -305,6 +322,7 @@ def ccl_built():
 
 
 # Imported last: these modules use the functions above at import time.
+from ringscope.tensorflow import gradients  # noqa: E402,F401  (registers the ops' gradients)
 from ringscope.tensorflow.functions import allgather_object, barrier, broadcast_object  # noqa: E402,F401
 from ringscope.tensorflow import keras  # noqa: E402,F401
 from ringscope.tensorflow.keras import DistributedOptimizer  # noqa: E402,F401
