@@ -79,7 +79,9 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   while ((1 << (log2n + 1)) <= n) ++log2n;
   // Per direction: n-1 ring steps, or log2 n halvings / doublings.
   const int64_t half_steps = run.shared_memory ? 1 : run.halving_doubling ? log2n : n - 1;
-  const int64_t ring_steps = n > 1 ? (run.reducescatter || run.alltoall ? 1 : 2) * half_steps : 0;
+  const bool alltoall =
+      run.alltoall || (run.alltoall_from_cycle >= 0 && cycle >= run.alltoall_from_cycle);
+  const int64_t ring_steps = n > 1 ? (run.reducescatter || alltoall ? 1 : 2) * half_steps : 0;
   const int64_t fusion_dur = 100'000 + ring_steps * 50'000 + 100'000;
   for (size_t m = 0; m < names.size(); ++m) {
     TraceEvent member =
@@ -98,7 +100,7 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   const bool as_broadcast = first && rank == run.broadcast_kind_on_rank;
   const EventKind kind = as_broadcast        ? EventKind::kBroadcast
                          : run.reducescatter ? EventKind::kReducescatter
-                         : run.alltoall      ? EventKind::kAlltoall
+                         : alltoall          ? EventKind::kAlltoall
                                              : EventKind::kAllreduce;
   TraceEvent all = make(kind, s, ring_steps * 50'000, cycle, seq);
   all.bytes = total;
@@ -106,16 +108,17 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   all.aux = int32_t(names.size());
   if (run.halving_doubling && !as_broadcast) all.value = kAlgorithmHalvingDoubling;
   if (run.shared_memory && !as_broadcast) all.value = kAlgorithmSharedMemory;
+  if (alltoall && !as_broadcast) all.value = total;  // bytes received
   w.record(all);
   const int64_t extra = rank == run.extra_ring_step_on_rank && first ? 1 : 0;
   for (int64_t k = 0; k < ring_steps + extra; ++k) {
     const bool scatter = k < half_steps;
-    TraceEvent step = make(run.alltoall ? EventKind::kAlltoallStep
-                           : scatter    ? EventKind::kRingReduceScatter
-                                        : EventKind::kRingAllgather,
+    TraceEvent step = make(alltoall  ? EventKind::kAlltoallStep
+                           : scatter ? EventKind::kRingReduceScatter
+                                     : EventKind::kRingAllgather,
                            s + k * 50'000, 45'000, cycle, seq);
     step.step = int32_t(scatter ? k : k - half_steps);
-    if (run.alltoall) {  // step k: to rank + k + 1, from rank - k - 1
+    if (alltoall) {  // step k: to rank + k + 1, from rank - k - 1
       step.peer_send = int32_t((rank + k + 1) % n);
       step.peer_recv = int32_t((rank + n - (k + 1) % n) % n);
     } else if (run.shared_memory) {  // every rank reads every region: no one peer

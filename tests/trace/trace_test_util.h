@@ -29,6 +29,7 @@ struct SyntheticRun {
   bool shared_memory = false;        // allreduces as shared memory (1 + 1 steps, no peers)
   bool reducescatter = false;        // REDUCESCATTERs (n-1 reduce-scatter steps, no allgather)
   bool alltoall = false;             // ALLTOALLs (n-1 ALLTOALL_STEPs)
+  int alltoall_from_cycle = -1;      // from this cycle on, ALLTOALLs (as `alltoall`)
   int negative_span_on_rank = -1;    // this rank records a span ending before it starts
   int orphan_step_on_rank = -1;      // a ring step with an id no collective has
   int broadcast_kind_on_rank = -1;   // the first collective is a BROADCAST here
