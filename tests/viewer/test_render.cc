@@ -309,3 +309,38 @@ TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band",
     CHECK(wrong < here / 10);
   }
 }
+
+TEST_CASE("alltoalls and their exchange steps are drawn in their own colours on every rank",
+          "[render][alltoall]") {
+  test::TempDir dir;
+  test::SyntheticRun synthetic;
+  synthetic.world_size = 3;
+  synthetic.cycles = 6;
+  synthetic.alltoall = true;
+  synthetic.offset_start_per_rank_ns = 0;
+  synthetic.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
+  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
+  // The first cycle's collectives, wide enough that no box is folded.
+  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --range 0ms:2ms " +
+                             "--layout-out " + layout_path + " " + dir.file("run.sqlite"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  REQUIRE(layout.bands.size() == 3);
+  auto count = [&](const Band& b, std::array<int, 3> colour) {
+    return img.count_if(layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1,
+                        [&](const uint8_t* p) {
+                          return std::abs(p[0] - colour[0]) <= 2 &&
+                                 std::abs(p[1] - colour[1]) <= 2 && std::abs(p[2] - colour[2]) <= 2;
+                        });
+  };
+  constexpr std::array<int, 3> kAlltoall{140, 110, 230}, kAlltoallStep{186, 160, 250};
+  for (const Band& b : layout.bands) {
+    INFO("rank " << b.rank);
+    CHECK(count(b, kAlltoall) > 100);
+    CHECK(count(b, kAlltoallStep) > 100);
+    CHECK(count(b, kAllreduce) == 0);
+  }
+}

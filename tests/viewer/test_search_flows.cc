@@ -89,6 +89,29 @@ TEST_CASE("tensor search, --select lookup, ring flows, breakdown", "[model][sear
   }
 }
 
+TEST_CASE("alltoall flows: exchange k goes from rank r to rank r+k+1", "[model][flows]") {
+  test::TempDir dir;
+  test::SyntheticRun run = test::four_ranks();
+  run.alltoall = true;
+  test::write_synthetic_run(dir.file("a2a.sqlite"), run);
+  TimelineModel model;
+  REQUIRE(model.load({dir.file("a2a.sqlite")}).ok());
+  std::vector<RingFlow> flows;
+  REQUIRE(ring_flows(model, {2, 0}, &flows).ok());
+  REQUIRE(flows.size() == 4 * 3);  // 4 ranks x n-1 exchanges
+  int per_step[3] = {};
+  for (const RingFlow& f : flows) {
+    const int from = model.ranks()[f.from_rank_index].info.rank;
+    const int to = model.ranks()[f.to_rank_index].info.rank;
+    CHECK(f.kind == static_cast<uint16_t>(EventKind::kAlltoallStep));
+    REQUIRE(f.step >= 0);
+    REQUIRE(f.step < 3);
+    CHECK(to == (from + f.step + 1) % 4);
+    per_step[f.step]++;
+  }
+  for (int k = 0; k < 3; ++k) CHECK(per_step[k] == 4);
+}
+
 TEST_CASE("compare two traces: phase totals and per-tensor means", "[model][compare]") {
   test::TempDir dir;
   test::SyntheticRun b = test::four_ranks();
