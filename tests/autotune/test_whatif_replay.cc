@@ -117,6 +117,40 @@ TEST_CASE("replay of a hand-built trace: fusion groups follow the threshold", "[
   CHECK(no_cache.work_cycles == 6);
 }
 
+TEST_CASE("replay: an alltoall is never fused, never cached, priced as n-1 exchanges", "[whatif]") {
+  TempDir dir;
+  TraceBuilder b(dir.file("a2a.sqlite"), 2, TuneSettings{});
+  int64_t t = 1 * kMs;
+  const int steps = 6;
+  for (int step = 0; step < steps; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.enqueue(rank, t + kMs, "a", 1 << 20);
+      b.enqueue(rank, t + kMs + kUs, "routed", 1 << 20, /*alltoall*/ 4);
+      b.enqueue(rank, t + kMs + 2 * kUs, "b", 1 << 20);
+      b.allreduce(rank, step + 1, t + kMs + 100 * kUs, 500 * kUs, 10 * kUs, 2 << 20);
+    }
+    t += 4 * kMs;
+    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t, step);
+  }
+  const std::vector<std::string> files = b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files(files, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  const ReplayResult r = replay(run, TuneSettings{128 << 20, 1.0, true});
+  CHECK(r.unfinished == 0);
+  CHECK(r.collectives == 2 * steps);  // a+b fused, the alltoall alone
+  for (int64_t c : work_cycles_of(r))
+    CHECK(member_sets(r, c) == std::set<std::multiset<std::string>>{{"a", "b"}, {"routed"}});
+  CHECK(r.slow_cycles == steps);  // the alltoall negotiates every step
+  for (const ReplayGroup& g : r.groups)
+    CHECK(g.from_cache == (g.members.size() == 2 && r.groups.front().cycle != g.cycle));
+  // One exchange of half the tensor at 2 ranks, as a ring step of that size.
+  const CostModel m = simple_model();
+  CHECK(m.alltoall_ns(1 << 20) - m.overhead_ns(1 << 20) ==
+        Approx(m.ring_step.at(static_cast<double>(1 << 19))));
+}
+
 TEST_CASE("replay: a late tensor gets its own cycle, started by the doorbell", "[whatif]") {
   TempDir dir;
   write_burst_run(dir.file("a.sqlite"), 6, 3 * kMs);  // rank 1 submits d 3 ms late

@@ -44,9 +44,11 @@ class TraceBuilder {
     e.end_ns = end;
     return e;
   }
-  void enqueue(int rank, int64_t t, const std::string& name, int64_t bytes) {
+  // `op`: the OpType the runtime records in ENQUEUE's aux (0 allreduce).
+  void enqueue(int rank, int64_t t, const std::string& name, int64_t bytes, int op = 0) {
     add(rank, EventKind::kEnqueue, t, t).bytes = bytes;
     events_.back().second.name_id = writers_[rank]->intern(name);
+    events_.back().second.aux = op;
   }
   int32_t name(int rank, const std::string& n) { return writers_[rank]->intern(n); }
   void mark(int rank, int64_t t, int step) { add(rank, EventKind::kStep, t, t).aux = step; }
