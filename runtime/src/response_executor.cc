@@ -410,17 +410,38 @@ Status ResponseExecutor::run_shared_memory_allreduce(const FusionGroup& g, const
   return Status::OK();
 }
 
+size_t ResponseExecutor::row_bytes(const Request& t) {
+  Shape row = t.shape;
+  row[0] = 1;
+  return static_cast<size_t>(num_elements(row)) * dtype_size(t.dtype);
+}
+
+Status ResponseExecutor::agree_on_output(bool have_output, const Request& t,
+                                         const std::string& what, const ExecutionParams& p,
+                                         Status* result) {
+  std::vector<int> short_of;
+  if (Status s = agree_on_allocation(*transport_, have_output, Deadline::after(p.timeout_seconds),
+                                     &short_of);
+      !s.ok())
+    return s;
+  if (!short_of.empty())
+    *result =
+        out_of_memory(short_of, transport_->rank(),
+                      std::string(op_type_name(t.op)) + " of '" + t.name +
+                          "': the output allocator of " + rank_list(short_of) +
+                          " returned no memory for " + what + "; the op failed on every rank");
+  return Status::OK();
+}
+
 Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEntry& e,
                                        const ExecutionParams& p, Status* result) {
   const int n = transport_->size(), me = transport_->rank();
-  Shape row = r.tensor.shape;
-  row[0] = 1;
-  const size_t row_bytes = static_cast<size_t>(num_elements(row)) * dtype_size(r.tensor.dtype);
+  const size_t row = row_bytes(r.tensor);
   std::vector<size_t> blocks(n);
   Shape out_shape = r.tensor.shape;
   out_shape[0] = 0;
   for (int i = 0; i < n; ++i) {
-    blocks[i] = static_cast<size_t>(r.first_dims[i]) * row_bytes;
+    blocks[i] = static_cast<size_t>(r.first_dims[i]) * row;
     out_shape[0] += r.first_dims[i];
   }
   size_t total = 0, my_offset = 0;
@@ -430,22 +451,9 @@ Status ResponseExecutor::run_allgather(size_t index, const Response& r, TensorEn
   }
   const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
   uint8_t* out = static_cast<uint8_t*>(allocate_output(e, out_shape));
-  // Every rank needs its output before any data moves: a rank without one
-  // cannot take part, and its peers would wait for it until the op timeout.
-  // One AND-allreduce per allgather settles it; if a rank has none, the op
-  // fails on every rank alike (docs/design.md, "Memory").
-  std::vector<int> short_of;
-  if (Status s = agree_on_allocation(*transport_, out || total == 0,
-                                     Deadline::after(p.timeout_seconds), &short_of);
-      !s.ok())
+  if (Status s = agree_on_output(out || total == 0, r.tensor, format_mib(total), p, result);
+      !s.ok() || !result->ok())
     return s;
-  if (!short_of.empty()) {
-    *result = out_of_memory(short_of, me,
-                            "allgather of '" + r.tensor.name + "': the output allocator of " +
-                                rank_list(short_of) + " returned no memory for " +
-                                format_mib(total) + "; the op failed on every rank");
-    return Status::OK();
-  }
   if (blocks[me] > 0) std::memcpy(out + my_offset, e.input, blocks[me]);
   const CollectiveContext ctx = context(p, static_cast<int32_t>(index), e.name_id);
   Status s = ring_allgatherv(ctx, out, blocks);

@@ -111,6 +111,16 @@ class ResponseExecutor {
                                      const ExecutionParams& p);
   Status run_allgather(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p,
                        Status* result);
+  // Bytes of one row of dim 0 (allgather, alltoall; never a scalar).
+  static size_t row_bytes(const Request& t);
+  // Every rank needs its output before any data moves (allgather,
+  // alltoall): a rank without one cannot take part, and its peers would
+  // wait for it until the op timeout. One AND-allreduce settles it; where a
+  // rank has none, *result fails the op on every rank alike, saying the
+  // allocator returned no memory for `what` (docs/design.md, "Memory").
+  // Non-OK only when the agreement itself broke.
+  Status agree_on_output(bool have_output, const Request& t, const std::string& what,
+                         const ExecutionParams& p, Status* result);
   Status run_broadcast(size_t index, const Response& r, TensorEntry& e, const ExecutionParams& p);
   // response_executor_reducescatter.cc
   Status run_reducescatter(size_t index, const Response& r, TensorEntry& e,

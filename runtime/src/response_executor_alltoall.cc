@@ -3,10 +3,8 @@
 // rank confirms it has one before any data moves, then pairwise_alltoall
 // sends each block from the input straight into its place in the peers'
 // outputs. No fusion buffer, no copies beyond this rank's own block.
-#include "agreed_host_buffer.h"
 #include "pairwise_alltoall.h"
 #include "response_executor.h"
-#include "text_format.h"
 
 namespace ringscope {
 
@@ -14,9 +12,6 @@ Status ResponseExecutor::run_alltoall(size_t index, const Response& r, TensorEnt
                                       const ExecutionParams& p, Status* result) {
   const Request& t = r.tensor;
   const int n = transport_->size(), me = transport_->rank();
-  Shape row = t.shape;  // the coordinator refuses scalars
-  row[0] = 1;
-  const size_t row_bytes = static_cast<size_t>(num_elements(row)) * dtype_size(t.dtype);
   if (r.first_dims.size() != static_cast<size_t>(n) * static_cast<size_t>(n)) {
     *result =
         Status(StatusCode::kInternal,
@@ -25,27 +20,17 @@ Status ResponseExecutor::run_alltoall(size_t index, const Response& r, TensorEnt
                me);
     return Status::OK();  // every rank decoded the same response: all fail alike
   }
-  const AlltoallLayout layout = AlltoallLayout::of(r.first_dims, n, me, row_bytes);
+  // The coordinator refuses scalars.
+  const AlltoallLayout layout = AlltoallLayout::of(r.first_dims, n, me, row_bytes(t));
   Shape out_shape = t.shape;
   out_shape[0] = 0;
   for (int64_t rows : layout.recv_rows) out_shape[0] += rows;
 
   const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
   void* out = allocate_output(e, out_shape, layout.recv_rows);
-  // As for an allgather: a rank without an output cannot take part, so
-  // every rank learns whether all have one before any data moves.
-  std::vector<int> short_of;
-  if (Status s = agree_on_allocation(*transport_, out || layout.total_recv == 0,
-                                     Deadline::after(p.timeout_seconds), &short_of);
-      !s.ok())
+  if (Status s = agree_on_output(out || layout.total_recv == 0, t, "its output", p, result);
+      !s.ok() || !result->ok())
     return s;
-  if (!short_of.empty()) {
-    *result = out_of_memory(short_of, me,
-                            "alltoall of '" + t.name + "': the output allocator of " +
-                                rank_list(short_of) +
-                                " returned no memory for its output; the op failed on every rank");
-    return Status::OK();
-  }
   const CollectiveContext ctx = context(p, static_cast<int32_t>(index), e.name_id);
   Status s = pairwise_alltoall(ctx, e.input, out, layout);
   if (s.ok())
