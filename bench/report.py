@@ -98,6 +98,17 @@ for name, title in negotiations:
     print(f"| one 4 KiB allreduce, submit to callback (ringscope vs MPI_Allreduce) | "
           f"{d['latency_4k_runtime_us']:.1f} µs | {d['latency_4k_mpi_us']:.1f} µs | |")
 
+for name, title in (("idle_cost_np2.json", "np=2"), ("idle_cost_np4.json", "np=4")):
+    d = load(name)
+    if not d:
+        continue
+    print(f"\n#### Idle cost, {title} ({d['blocks']} interleaved blocks per mode, medians, per rank)\n")
+    print("| background | CPU, % of a core | context switches / s | compute kernel | vs nothing (paired blocks) |")
+    print("|---|---|---|---|---|")
+    for m in d["modes"]:
+        print(f"| {m['mode']} | {m['cpu_percent']:.2f} | {m['switches_per_s']:.0f} | "
+              f"{m['compute_ms']:.2f} ms | {m['compute_over_none']:.3f} |")
+
 layouts = [(f, load(f.name)) for f in sorted(results.glob("shared_layout_*.json"))]
 if layouts:
     print("\n#### Shared-memory allreduce: result into the own region vs over what was read (2 processes)\n")

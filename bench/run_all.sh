@@ -20,6 +20,9 @@ for np in 2 4; do
   $mpi -np $np build/bin/negotiation_bench --json $out/negotiation_np$np.json
 done
 for np in 2 4; do
+  $mpi -np $np build/bin/idle_cost_bench --json $out/idle_cost_np$np.json
+done
+for np in 2 4; do
   $mpi -np $np build/bin/reducescatter_bench --json $out/reducescatter_np$np.json
 done
 for np in 2 4; do

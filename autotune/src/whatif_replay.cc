@@ -204,10 +204,11 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   // Over messages the ringer rings only if a peer has not joined this long
   // after its start; in shared memory at once (Runtime::agree).
   const int64_t doorbell_delay_ns = run.negotiation_messages ? to_ns(kDoorbellDelay) : 0;
-  auto doorbell_latency_ns = [](bool idle, int64_t since_agreed_ns) {
-    return to_ns(doorbell_poll(idle, std::chrono::nanoseconds(since_agreed_ns))) / 2;
+  auto doorbell_latency_ns = [](int64_t since_agreed_ns) {
+    return to_ns(doorbell_poll(std::chrono::nanoseconds(since_agreed_ns))) / 2;
   };
-  const int64_t idle_period_ns = to_ns(kIdlePeriod);
+  // Cycles in a row with nothing pending on any rank (idle_period).
+  int64_t idle_cycles = 0;
 
   // A cache switched on for a run recorded without one gets the runtime's default capacity.
   const size_t capacity = static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024);
@@ -243,16 +244,18 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     int ringer = -1;
     for (int i = 0; i < n; ++i) {
       const bool idle = ranks[i].pending.empty();
-      deadline[i] = last_agreed + (idle ? std::max(cycle_ns, idle_period_ns) : cycle_ns);
+      deadline[i] =
+          last_agreed + (idle ? std::max(cycle_ns, to_ns(idle_period(idle_cycles))) : cycle_ns);
       if (idle) wake[i] = ranks[i].wake_time(t_end, burst_quiet_ns, &quiet_burst[i]);
       if (wake[i] < deadline[i] && wake[i] < bell) bell = wake[i], ringer = i;
     }
     int64_t t_cycle = t_end;
     for (int i = 0; i < n; ++i) {
       int64_t s = std::min(deadline[i], wake[i]);
-      if (ringer >= 0 && i != ringer)
-        s = std::min(s, bell + doorbell_delay_ns +
-                            doorbell_latency_ns(ranks[i].pending.empty(), bell - last_agreed));
+      // Only a rank with work pending answers a doorbell; an idle one
+      // sleeps to its deadline or its own work (Runtime::wait_for_next_cycle).
+      if (ringer >= 0 && i != ringer && !ranks[i].pending.empty())
+        s = std::min(s, bell + doorbell_delay_ns + doorbell_latency_ns(bell - last_agreed));
       ranks[i].start = std::max(t_end, s);
       t_cycle = std::max(t_cycle, ranks[i].start);
       if (wake[i] != kNever && s == wake[i]) ranks[i].note_burst(quiet_burst[i]);
@@ -260,7 +263,12 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     ++out->cycles;
 
     // 2. Drain.
-    for (SimRank& r : ranks) r.drain();
+    bool busy = false;
+    for (SimRank& r : ranks) {
+      r.drain();
+      busy = busy || !r.pending.empty();
+    }
+    idle_cycles = busy ? 0 : idle_cycles + 1;
 
     // 3. Negotiate: fast path (ready on every rank), then the coordinator.
     std::vector<char> ready(cache.capacity(), 1), conflict(cache.capacity(), 0);

@@ -8,6 +8,8 @@
 // with W = ceil(cache capacity / 64).
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -20,6 +22,7 @@ enum CycleFlag : uint64_t {
   kFlagUncached = 1,    // some rank has requests for the coordinator
   kFlagShutdown = 2,    // some rank asked to shut down
   kFlagStallCheck = 4,  // some rank has waited long: run a stall report
+  kFlagBusy = 8,        // some rank has tensors pending (Runtime::idle_cycles_)
 };
 
 class ControlVector {
@@ -27,9 +30,14 @@ class ControlVector {
   static constexpr size_t kHeader = 4;
   explicit ControlVector(size_t cache_capacity)
       : bit_words_((cache_capacity + 63) / 64), words_(kHeader + 2 * bit_words_, 0) {
-    words_[0] = ~uint64_t{0};
-    for (size_t i = 1; i < kHeader; ++i) words_[i] = ~uint64_t{0};
-    for (size_t i = 0; i < bit_words_; ++i) words_[kHeader + bit_words_ + i] = ~uint64_t{0};
+    reset();
+  }
+  // Back to "no flags, no settings, nothing ready, no conflict" for the next
+  // cycle, keeping the storage (the runtime keeps one across cycles).
+  void reset() {
+    std::fill(words_.begin(), words_.begin() + kHeader, ~uint64_t{0});
+    std::fill(words_.begin() + kHeader, words_.begin() + kHeader + bit_words_, 0);
+    std::fill(words_.begin() + kHeader + bit_words_, words_.end(), ~uint64_t{0});
   }
 
   void set_flags(uint64_t flags) { words_[0] = ~flags; }
@@ -55,11 +63,34 @@ class ControlVector {
     return !(words_[kHeader + bit_words_ + slot / 64] & bit(slot));
   }
 
+  // fn(slot) for every ready slot, then for every slot in conflict, in slot
+  // order: a word at a time, so a cycle with few slots set does not test
+  // every slot of a large cache (1024 bit tests were most of an idle
+  // cycle's own work).
+  template <typename Fn>
+  void for_each_ready(Fn&& fn) const {
+    for_each_bit(kHeader, /*inverted=*/false, fn);
+  }
+  template <typename Fn>
+  void for_each_conflict(Fn&& fn) const {
+    for_each_bit(kHeader + bit_words_, /*inverted=*/true, fn);
+  }
+
   size_t slots() const { return bit_words_ * 64; }
   std::vector<uint64_t>& words() { return words_; }
 
  private:
   static uint64_t bit(uint32_t slot) { return uint64_t{1} << (slot % 64); }
+  template <typename Fn>
+  void for_each_bit(size_t first, bool inverted, Fn& fn) const {
+    for (size_t w = 0; w < bit_words_; ++w) {
+      uint64_t bits = inverted ? ~words_[first + w] : words_[first + w];
+      while (bits) {
+        fn(static_cast<uint32_t>(w * 64 + std::countr_zero(bits)));
+        bits &= bits - 1;
+      }
+    }
+  }
   size_t bit_words_;
   std::vector<uint64_t> words_;
 };

@@ -29,6 +29,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       settings_(options.settings),
       proposed_(options.settings),
       cache_(static_cast<size_t>(options.cache_capacity)),
+      control_(static_cast<size_t>(options.cache_capacity)),
       coordinator_(topology.size),
       executor_(transport_.get()),
       last_stall_check_(SteadyClock::now()),
@@ -270,8 +271,10 @@ Status Runtime::run_cycle(bool* stop) {
 
   // Fast path bookkeeping: which pending tensors the cache can serve.
   const bool cache_on = settings().cache_enabled && cache_.capacity() > 0;
-  ControlVector control(cache_.capacity());
-  std::vector<TensorEntry*> to_coordinator;
+  ControlVector& control = control_;
+  control.reset();
+  std::vector<TensorEntry*>& to_coordinator = to_coordinator_;
+  to_coordinator.clear();
   for (auto& [name, e] : pending_) {
     if (e.sent_to_coordinator) continue;
     uint32_t slot = 0;
@@ -288,6 +291,7 @@ Status Runtime::run_cycle(bool* stop) {
   if (!to_coordinator.empty()) flags |= kFlagUncached;
   if (shutdown_requested_.load()) flags |= kFlagShutdown;
   if (stall_check_due(now)) flags |= kFlagStallCheck;
+  if (!pending_.empty()) flags |= kFlagBusy;
   control.set_flags(flags);
   if (topo_.rank == 0) {
     std::lock_guard<std::mutex> lock(settings_mu_);
@@ -313,13 +317,14 @@ Status Runtime::run_cycle(bool* stop) {
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
   flags = control.flags();
+  idle_cycles_ = (flags & kFlagBusy) ? 0 : idle_cycles_ + 1;
   const Settings agreed = control.settings();
   apply_settings(agreed, /*at_cycle_end=*/false);
 
   // Conflicting cache entries are dropped everywhere; their waiters go slow.
   bool any_conflict = false;
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!control.conflict(slot) || !cache_.occupied(slot)) continue;
+  control.for_each_conflict([&](uint32_t slot) {
+    if (!cache_.occupied(slot)) return;
     any_conflict = true;
     auto it = pending_.find(cache_.at(slot).tensor.name);
     if (it != pending_.end() && !it->second.sent_to_coordinator &&
@@ -327,20 +332,20 @@ Status Runtime::run_cycle(bool* stop) {
             to_coordinator.end())
       to_coordinator.push_back(&it->second);
     cache_.erase_slot(slot);
-  }
+  });
 
   // Fast path: responses for slots ready on every rank, in slot order,
   // copied into the elements kept from earlier cycles (no allocation). A
   // cycle without any leaves those elements, and their storage, alone.
   size_t fast_count = 0;
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!control.ready(slot) || !cache_.occupied(slot)) continue;
+  control.for_each_ready([&](uint32_t slot) {
+    if (!cache_.occupied(slot)) return;
     if (fast_count == responses_.size()) responses_.emplace_back();
     Response& r = responses_[fast_count++];
     r = cache_.at(slot);
     r.from_cache = true;
     r.cache_slot = slot;
-  }
+  });
   std::vector<Response> none;
   if (fast_count > 0) responses_.resize(fast_count);
   std::vector<Response>& responses = fast_count > 0 ? responses_ : none;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "control_vector.h"
 #include "coordinator.h"
 #include "parameter_manager.h"
 #include "response_cache.h"
@@ -203,11 +204,18 @@ class Runtime {
   uint64_t arrivals_ = 0;
   int64_t cycle_ = 0;
   ResponseCache cache_;
+  // The cycle's control vector and the entries its rank sends to the
+  // coordinator, kept across cycles (an idle cycle allocates nothing).
+  ControlVector control_;
+  std::vector<TensorEntry*> to_coordinator_;
   Coordinator coordinator_;
   ResponseExecutor executor_;
   SteadyClock::time_point last_stall_check_;
   const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
+  // Agreed cycles in a row in which no rank had tensors pending: the same on
+  // every rank, so idle ranks lengthen their period together (idle_period).
+  int64_t idle_cycles_ = 0;
   // Doorbells: a rank that gets new work while idle starts a cycle at once
   // (doorbell_owed_) and, if some peer has not joined its agreement
   // kDoorbellDelay later, rings every peer, so peers sleeping out their

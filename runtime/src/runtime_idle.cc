@@ -5,7 +5,7 @@
 // once when a peer's doorbell rings (see docs/design.md).
 #include <algorithm>
 
-#include "cycle_timing.h"  // kIdlePeriod, kBurstQuiet, doorbell_poll, kDoorbellDelay
+#include "cycle_timing.h"  // idle_period, kBurstQuiet, doorbell_poll, kDoorbellDelay
 #include "runtime.h"
 
 namespace ringscope {
@@ -14,17 +14,22 @@ void Runtime::wait_for_next_cycle() {
   const bool idle = pending_.empty();
   auto period = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double, std::milli>(settings().cycle_time_ms));
-  if (idle) period = std::max<SteadyClock::duration>(period, kIdlePeriod);
+  if (idle) period = std::max<SteadyClock::duration>(period, idle_period(idle_cycles_));
   // The period counts from the moment the ranks agreed (the end of the
   // control allreduce, nearly simultaneous everywhere), not from this rank's
   // own start: otherwise a phase offset between ranks persists and every
   // cycle waits for the latest rank.
   const auto until = last_agreed_ + period;
   while (!shutdown_requested_.load()) {
-    if (doorbell_rang()) return;
+    // An idle rank drains rings but does not answer them: it would join an
+    // agreement with nothing in it (every collective needs its tensor too),
+    // and its own first submission wakes it anyway. It sleeps to the end of
+    // its period instead of checking every kDoorbellPoll, which was most of
+    // an idle runtime's wake-ups (docs/performance.md, nineteenth session).
+    if (doorbell_rang() && !idle) return;
     const auto now = SteadyClock::now();
     if (now >= until) return;
-    const auto nap_until = std::min(until, now + doorbell_poll(idle, now - last_agreed_));
+    const auto nap_until = idle ? until : std::min(until, now + doorbell_poll(now - last_agreed_));
     auto r = queue_.wait(nap_until, /*wake_on_work=*/idle, std::min(kBurstQuiet, period));
     if (r == TensorQueue::WaitResult::kWork) {
       doorbell_owed_ = true;  // rung by agree() if a peer is late

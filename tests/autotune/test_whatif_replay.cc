@@ -216,3 +216,57 @@ TEST_CASE("replay: ranks waiting on each other meet again after the cycle time",
   CHECK(slow.score.median_step_ms > 50.0);
   CHECK(slow.score.median_bytes_per_second < fast.score.median_bytes_per_second / 5);
 }
+
+TEST_CASE("replay: an idle rank does not answer a doorbell", "[whatif]") {
+  // Rank 0 submits a 1 ms into each step, rank 1 3 ms later. Rank 0 starts
+  // a cycle at once and rings; rank 1, idle, does not answer it (the
+  // runtime's idle rank sleeps to its period or its own work), so each step
+  // takes one cycle, started by rank 1's submission, not an empty one for
+  // the ring and a second for a.
+  TempDir dir;
+  TraceBuilder b(dir.file("x.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 6; ++step) {
+    b.enqueue(0, t + kMs, "a", 4096);
+    b.enqueue(1, t + 4 * kMs, "a", 4096);
+    for (int rank = 0; rank < 2; ++rank)
+      b.allreduce(rank, step + 1, t + 4 * kMs, 10 * kUs, kUs, 4096);
+    t += 5 * kMs;
+    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t, step);
+  }
+  b.close(t + kMs);
+  RecordedRun run;
+  REQUIRE(load_recorded_run_files({dir.file("x.sqlite")}, ScoreOptions{}, &run).ok());
+  const ReplayResult r = replay(run, TuneSettings{128 << 20, 50.0, true});
+  CHECK(r.work_cycles == 6);
+  CHECK(r.cycles == 6);
+}
+
+TEST_CASE("replay: idle ranks lengthen their period after 64 idle cycles", "[whatif]") {
+  // Six steps 200 ms apart, one tensor each, submitted together: between
+  // them nothing is pending anywhere, so the replay, as the runtime, runs
+  // kIdleCyclesBeforeLongPeriod cycles of 1 ms and then cycles of 8 ms,
+  // about 64 + 135 / 8 = 81 empty cycles per gap where 1 ms alone gives 199.
+  TempDir dir;
+  TraceBuilder b(dir.file("x.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 6; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.enqueue(rank, t, "a", 4096);
+      b.allreduce(rank, step + 1, t + 20 * kUs, 10 * kUs, kUs, 4096);
+    }
+    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t + kMs, step);
+    t += 200 * kMs;  // the next step submits 199 ms after this mark
+  }
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("x.sqlite")}, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  const ReplayResult r = replay(run, TuneSettings{128 << 20, 1.0, true});
+  INFO(r.cycles << " cycles");
+  CHECK(r.work_cycles == 6);
+  const int64_t empty = r.cycles - r.work_cycles;  // in the five gaps of 199 ms
+  CHECK(empty >= 5 * 75);
+  CHECK(empty <= 5 * 85);
+}

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "control_vector.h"
 #include "local_world.h"
 
 using namespace ringscope;
@@ -127,4 +128,37 @@ TEST_CASE("allreduce_and: a late hook that ran is not run again by a later round
   });
   for (int r = 0; r < 4; ++r) CHECK(status[r].ok());
   CHECK(fired[0] == 1);
+}
+
+TEST_CASE("ControlVector visits ready and conflicting slots in order, a word at a time",
+          "[control]") {
+  ControlVector v(200);  // 4 words of slots: 0..255
+  REQUIRE(v.slots() == 256);
+  auto visited = [&](bool ready) {
+    std::vector<uint32_t> out;
+    auto add = [&](uint32_t slot) { out.push_back(slot); };
+    if (ready)
+      v.for_each_ready(add);
+    else
+      v.for_each_conflict(add);
+    return out;
+  };
+  CHECK(visited(true).empty());
+  CHECK(visited(false).empty());  // conflicts are stored inverted: none at first
+  for (uint32_t slot : {199u, 0u, 63u, 64u, 130u}) v.set_ready(slot);
+  for (uint32_t slot : {5u, 127u}) v.set_conflict(slot);
+  CHECK(visited(true) == std::vector<uint32_t>{0, 63, 64, 130, 199});
+  CHECK(visited(false) == std::vector<uint32_t>{5, 127});
+  for (uint32_t slot = 0; slot < 200; ++slot) {
+    const bool ready = slot == 0 || slot == 63 || slot == 64 || slot == 130 || slot == 199;
+    CHECK(v.ready(slot) == ready);
+    CHECK(v.conflict(slot) == (slot == 5 || slot == 127));
+  }
+  // reset() clears both for the next cycle and keeps flags and settings neutral.
+  v.set_flags(kFlagShutdown);
+  v.reset();
+  CHECK(visited(true).empty());
+  CHECK(visited(false).empty());
+  CHECK(v.flags() == 0);
+  CHECK(v.words()[1] == ~uint64_t{0});
 }

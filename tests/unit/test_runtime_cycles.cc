@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cycle_timing.h"
 #include "local_world.h"
 #include "tensor_values.h"
 
@@ -199,4 +200,75 @@ TEST_CASE("a rank sleeping out a long cycle time joins when a late peer's doorbe
     CHECK(rang >= 1);
     CHECK(rank1_seconds < 1.0);  // not rank 0's 2 s cycle time
   }
+}
+
+TEST_CASE("an idle rank does not answer a doorbell: the ringer's cycle waits for its work",
+          "[runtime][cycle]") {
+  // Rank 0 submits 'x' at once: idle, it starts a cycle and rings. Rank 1,
+  // idle and sleeping out its 2 s period, submits 'x' 100 ms later. It used
+  // to answer the ring with a cycle holding nothing (every collective needs
+  // its tensor too) and then run a second one for 'x'; now the first cycle
+  // it joins is the one that runs 'x', started by its own submission.
+  for (const bool shared : {true, false}) {
+    Options o = quiet_options(2000.0);
+    o.shared_memory = shared;
+    ThreadChecks checks;
+    uint64_t rank1_cycles = 0, rang = 0;
+    run_runtimes(2, o, [&](int r, Runtime& rt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // past the start-up cycles
+      std::vector<float> buf(16, 1.0f);
+      const Runtime::Counters before = rt.counters();
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));
+      checks.expect(s.ok(), s.to_string());
+      checks.expect(buf[0] == 2.0f, "the sum of two ones");
+      const Runtime::Counters after = rt.counters();
+      if (r == 1) rank1_cycles = after.cycles - before.cycles;
+      if (r == 0) rang = after.doorbells_rung - before.doorbells_rung;
+    });
+    INFO(checks.summary());
+    REQUIRE(checks.ok());
+    INFO((shared ? "shared-memory" : "message")
+         << " negotiation: rank 1 ran " << rank1_cycles << " cycle(s); rank 0 rang " << rang);
+    CHECK(rang == 1);
+    CHECK(rank1_cycles == 1);
+  }
+}
+
+TEST_CASE("idle ranks lengthen their period together after 64 idle cycles, and work still runs",
+          "[runtime][cycle]") {
+  // With nothing pending anywhere the ranks agree every kIdlePeriod (1 ms)
+  // for kIdleCyclesBeforeLongPeriod cycles, then every kIdlePeriodLong (8 ms).
+  // Upper bound over the time measured (a slow machine only makes cycles
+  // rarer): the 1 ms period alone would run ~500 cycles in 0.5 s.
+  Options o = quiet_options(1.0);
+  ThreadChecks checks;
+  uint64_t cycles[2] = {0, 0};
+  double seconds[2] = {0, 0};
+  run_runtimes(3, o, [&](int r, Runtime& rt) {
+    const uint64_t before = rt.counters().cycles;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (r < 2) {
+      cycles[r] = rt.counters().cycles - before;
+      seconds[r] = seconds_since(t0);
+    }
+    // Work after the long idle: every rank submits, the op completes.
+    std::vector<float> buf(16, 1.0f);
+    Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));
+    checks.expect(s.ok(), s.to_string());
+    checks.expect(buf[0] == 3.0f, "the sum of three ones");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << cycles[r] << " idle cycles in " << seconds[r] << " s");
+    const uint64_t bound =
+        kIdleCyclesBeforeLongPeriod + most_cycles(seconds[r], 8.0) + 5;  // + start-up cycles
+    CHECK(cycles[r] <= bound);
+    CHECK(cycles[r] >= 1);
+  }
+  CHECK(idle_period(0) == kIdlePeriod);
+  CHECK(idle_period(kIdleCyclesBeforeLongPeriod - 1) == kIdlePeriod);
+  CHECK(idle_period(kIdleCyclesBeforeLongPeriod) == kIdlePeriodLong);
 }

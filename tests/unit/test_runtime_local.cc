@@ -414,12 +414,11 @@ TEST_CASE("a dead peer fails pending ops with a timeout instead of hanging", "[r
   }
 }
 
-TEST_CASE("the doorbell poll is short only for pending work just after an agreement", "[runtime]") {
+TEST_CASE("the doorbell poll is short only just after an agreement", "[runtime]") {
   using std::chrono::microseconds;
   // Shared by the idle loop and the autotuner's replay (cycle_timing.h).
-  CHECK(doorbell_poll(/*idle=*/false, microseconds(0)) == kDoorbellPollPending);
-  CHECK(doorbell_poll(false, kPendingPollWindow - microseconds(1)) == kDoorbellPollPending);
-  CHECK(doorbell_poll(false, kPendingPollWindow) == kDoorbellPoll);
-  CHECK(doorbell_poll(/*idle=*/true, microseconds(0)) == kDoorbellPoll);
+  CHECK(doorbell_poll(microseconds(0)) == kDoorbellPollPending);
+  CHECK(doorbell_poll(kPendingPollWindow - microseconds(1)) == kDoorbellPollPending);
+  CHECK(doorbell_poll(kPendingPollWindow) == kDoorbellPoll);
   CHECK(kDoorbellPollPending < kDoorbellPoll);
 }

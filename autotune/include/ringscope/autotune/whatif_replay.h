@@ -20,7 +20,7 @@ namespace ringscope::autotune {
 
 struct ReplayOptions {
   // How predicted events are scored (as the recorded run). The loop's timing
-  // constants (kBurstQuiet, doorbell_poll, kIdlePeriod) are the runtime's
+  // constants (kBurstQuiet, doorbell_poll, idle_period) are the runtime's
   // own, from runtime/src/cycle_timing.h.
   ScoreOptions score;
   bool keep_groups = false;  // fill ReplayResult::groups (tests, --explain)
