@@ -280,7 +280,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
         if (e.sent) continue;
         uint32_t slot = 0;
         const ResponseCache::Lookup hit =
-            cache_on ? cache.lookup(make_request(ranks[i].rec->tensors[e.index], n), &slot)
+            cache_on ? cache.lookup(make_request(ranks[i].rec->tensors[e.index], n), i, &slot)
                      : ResponseCache::Lookup::kMiss;
         if (hit == ResponseCache::Lookup::kHit) {
           mine[slot] = 1;
@@ -383,7 +383,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
     for (const Response& r : responses) {
       if (r.kind == Response::Kind::kError) {
         uint32_t slot;
-        if (cache.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache.erase_slot(slot);
+        if (cache.find(r.tensor.name, &slot)) cache.erase_slot(slot);
       } else if (cache_on) {
         cache.put(r);
       }

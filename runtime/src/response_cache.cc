@@ -2,6 +2,7 @@
 #include "response_cache.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 namespace ringscope {
@@ -10,23 +11,63 @@ ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<uint32_t>(i - 1));
 }
 
-// Allgather and alltoall responses carry what every rank sent (dim 0, the
-// splits), which a rank's own request does not show: they always negotiate.
 bool ResponseCache::cacheable(const Response& r) {
-  return r.kind == Response::Kind::kRun && !varies_dim0(r.tensor.op);
+  if (r.kind != Response::Kind::kRun) return false;
+  return r.tensor.op != OpType::kAlltoall ||
+         r.first_dims.size() <= kMaxCachedAlltoallRanks * kMaxCachedAlltoallRanks;
 }
 
-static bool same_params(const Request& a, const Request& b) {
+namespace {
+
+bool same_params(const Request& a, const Request& b) {
   return a.op == b.op && a.dtype == b.dtype && a.reduce == b.reduce && a.root == b.root &&
-         a.prescale == b.prescale && a.postscale == b.postscale && a.shape == b.shape &&
-         a.on_device() == b.on_device();
+         a.prescale == b.prescale && a.postscale == b.postscale && a.on_device() == b.on_device();
 }
 
-ResponseCache::Lookup ResponseCache::lookup(const Request& req, uint32_t* slot) const {
-  auto it = by_name_.find(req.name);
-  if (it == by_name_.end()) return Lookup::kMiss;
+// Allgather and alltoall: the dims past 0 as cached, and this rank's own
+// dim 0 (allgather) or split row (alltoall, an n x n matrix; empty splits
+// ask for an equal split) as in the cached response.
+bool same_own_rows(const Response& cached, const Request& req, int rank) {
+  const Shape& shape = cached.tensor.shape;
+  if (req.shape.empty() || req.shape.size() != shape.size() ||
+      !std::equal(shape.begin() + 1, shape.end(), req.shape.begin() + 1))
+    return false;
+  const int64_t dim0 = req.shape[0];
+  const size_t entries = cached.first_dims.size();
+  if (req.op == OpType::kAllgather)
+    return rank >= 0 && static_cast<size_t>(rank) < entries && cached.first_dims[rank] == dim0;
+  size_t n = 0;
+  while (n * n < entries) ++n;
+  if (n * n != entries || rank < 0 || static_cast<size_t>(rank) >= n) return false;
+  const int64_t* row = cached.first_dims.data() + static_cast<size_t>(rank) * n;
+  if (req.splits.empty()) {
+    const int64_t each = dim0 / static_cast<int64_t>(n);
+    if (each * static_cast<int64_t>(n) != dim0) return false;
+    return std::all_of(row, row + n, [&](int64_t v) { return v == each; });
+  }
+  // The row sums to this rank's dim 0 when it was cached; a request whose
+  // splits do not add up to its own dim 0 must reach the coordinator, which
+  // names the mistake.
+  return req.splits.size() == n && std::equal(row, row + n, req.splits.begin()) &&
+         std::accumulate(row, row + n, int64_t{0}) == dim0;
+}
+
+}  // namespace
+
+ResponseCache::Lookup ResponseCache::lookup(const Request& req, int rank, uint32_t* slot) const {
+  if (!find(req.name, slot)) return Lookup::kMiss;
+  const Response& cached = slots_[*slot].response;
+  const bool hit =
+      same_params(cached.tensor, req) &&
+      (varies_dim0(req.op) ? same_own_rows(cached, req, rank) : cached.tensor.shape == req.shape);
+  return hit ? Lookup::kHit : Lookup::kConflict;
+}
+
+bool ResponseCache::find(const std::string& name, uint32_t* slot) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return false;
   *slot = it->second;
-  return same_params(slots_[it->second].response.tensor, req) ? Lookup::kHit : Lookup::kConflict;
+  return true;
 }
 
 void ResponseCache::put(const Response& response) {

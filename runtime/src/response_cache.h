@@ -2,9 +2,14 @@
 // identical copy: entries are inserted, touched and evicted only while
 // executing the agreed response list, in its order, so slot numbers (the
 // bits of the per-cycle ready vector) mean the same tensor on every rank.
-// Eviction is least-recently-used. Allgather, alltoall and error responses
-// are never cached (allgather's dim 0 and alltoall's splits may change per
-// call, and a rank's own request does not show the other ranks').
+// Eviction is least-recently-used. Error responses are never cached.
+// Allgather and alltoall responses carry what every rank sent (each rank's
+// dim 0, the split matrix): a rank's request hits only when its own dim 0
+// or split row is the one in the cached response, so when every rank hits
+// (the AND of the ready bits) the cached response is exactly what the
+// coordinator would answer; a rank whose dim 0 or splits changed conflicts
+// and the name negotiates again. Alltoall responses are cached up to
+// kMaxCachedAlltoallRanks ranks (the matrix is n x n).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +27,13 @@ class ResponseCache {
   explicit ResponseCache(size_t capacity);
 
   enum class Lookup { kMiss, kHit, kConflict };
-  // kHit: `req` matches the cached parameters (slot in *slot). kConflict: the
-  // name is cached with different parameters (slot in *slot).
-  Lookup lookup(const Request& req, uint32_t* slot) const;
+  // kHit: `req`, submitted on `rank`, matches the cached response (slot in
+  // *slot): the same parameters and, for allgather and alltoall, the same
+  // dims past 0 and this rank's own dim 0 / split row. kConflict: the name
+  // is cached with something else (slot in *slot).
+  Lookup lookup(const Request& req, int rank, uint32_t* slot) const;
+  // The slot that holds `name`, if any.
+  bool find(const std::string& name, uint32_t* slot) const;
 
   // Inserts or refreshes the response (marks it most recently used).
   void put(const Response& response);
@@ -36,6 +45,7 @@ class ResponseCache {
   size_t capacity() const { return slots_.size(); }
   size_t entries() const { return by_name_.size(); }
   static bool cacheable(const Response& response);
+  static constexpr size_t kMaxCachedAlltoallRanks = 64;
   // Invariants: name map, LRU list and slots agree. For tests and debug builds.
   bool check_invariants() const;
 

@@ -279,7 +279,7 @@ Status Runtime::run_cycle(bool* stop) {
     if (e.sent_to_coordinator) continue;
     uint32_t slot = 0;
     ResponseCache::Lookup hit =
-        cache_on ? cache_.lookup(e.req, &slot) : ResponseCache::Lookup::kMiss;
+        cache_on ? cache_.lookup(e.req, topo_.rank, &slot) : ResponseCache::Lookup::kMiss;
     if (hit == ResponseCache::Lookup::kHit) {
       control.set_ready(slot);
     } else {

@@ -93,7 +93,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   for (const Response& r : responses) {
     if (r.kind == Response::Kind::kError) {
       uint32_t slot;
-      if (cache_.lookup(r.tensor, &slot) != ResponseCache::Lookup::kMiss) cache_.erase_slot(slot);
+      if (cache_.find(r.tensor.name, &slot)) cache_.erase_slot(slot);
     } else if (settings().cache_enabled) {
       cache_.put(r);
     }

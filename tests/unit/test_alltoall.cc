@@ -158,7 +158,7 @@ TEST_CASE("runtimes alltoall with given and equal splits and report the received
     run_runtimes(
         n, fast_options(),
         [&](int r, Runtime& rt) {
-          for (int round = 0; round < 2; ++round)  // the same names again: never from a cache
+          for (int round = 0; round < 2; ++round)  // the same names again: from the cache
             for (int salt : {0, 1, -1}) {          // -1: no splits, an equal split of 2n rows
               const int64_t width = 3;
               auto splits = [&](int s) {
@@ -182,7 +182,10 @@ TEST_CASE("runtimes alltoall with given and equal splits and report the received
               checks.expect(out_shape == Shape{sum(want_received), width},
                             name + ": wrong output shape " + shape_string(out_shape));
             }
-          checks.expect(rt.counters().fast_path_responses == 0, "an alltoall came from the cache");
+          // Round 2 repeats every rank's splits: all three come from the cache.
+          checks.expect(n == 1 || rt.counters().fast_path_responses == 3,
+                        "fast-path responses: " +
+                            std::to_string(rt.counters().fast_path_responses) + ", not 3");
         },
         nullptr, recorders);
     auto whole = rec0.events(EventKind::kAlltoall);
@@ -250,4 +253,65 @@ TEST_CASE("alltoall: wrong splits, shapes and scalars fail on every rank naming 
   });
   INFO(checks.summary());
   REQUIRE(checks.ok());
+}
+
+TEST_CASE("alltoall and allgather come from the cache while every rank's rows stay",
+          "[alltoall][runtime][cache]") {
+  // Rounds: 0 negotiates; 1 repeats (cache); 2 changes rank 0's splits and
+  // rank 1's allgather rows (a conflict: both negotiate again); 3 repeats
+  // (cache); 4 asks for an equal split (the alltoall negotiates, the
+  // allgather's rows stay: cache). Every result checked.
+  for (int n : {2, 3, 4}) {
+    ThreadChecks checks;
+    std::vector<uint64_t> fast(n, 0);
+    run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
+      const int64_t width = 2;
+      for (int round = 0; round < 5; ++round) {
+        auto splits = [&](int src) {
+          if (round == 4) return std::vector<int64_t>(n, 2);
+          return splits_of(src, n, round >= 2 && src == 0 ? 1 : 0);
+        };
+        const std::vector<int64_t> mine = splits(r);
+        const std::vector<int32_t> in = input_of(r, sum(mine), width);
+        std::vector<int32_t> out;
+        Shape out_shape;
+        std::vector<int64_t> received;
+        Status s = run_op(rt, alltoall_entry("a2a", {sum(mine), width}, in.data(),
+                                             round == 4 ? std::vector<int64_t>{} : mine, &out,
+                                             &out_shape, &received));
+        const std::string where = "round " + std::to_string(round) + " rank " + std::to_string(r);
+        checks.expect(s.ok(), where + ": " + s.to_string());
+        checks.expect(out == expected_output(r, n, width, splits), where + ": wrong alltoall");
+
+        auto rows_of = [&](int src) -> int64_t {
+          return src + 1 + (round >= 2 && src == 1 ? 2 : 0);
+        };
+        const std::vector<int32_t> gin = input_of(r, rows_of(r), width);
+        std::vector<int32_t> gathered;
+        TensorEntry g;
+        g.req = Request{"ag", OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1,
+                        1,    {rows_of(r), width}};
+        g.input = gin.data();
+        g.allocate = [&](const Shape& shape) -> void* {
+          gathered.assign(static_cast<size_t>(num_elements(shape)), -1);
+          return gathered.data();
+        };
+        s = run_op(rt, std::move(g));
+        checks.expect(s.ok(), where + ": " + s.to_string());
+        std::vector<int32_t> want;
+        for (int src = 0; src < n; ++src) {
+          const std::vector<int32_t> part = input_of(src, rows_of(src), width);
+          want.insert(want.end(), part.begin(), part.end());
+        }
+        checks.expect(gathered == want, where + ": wrong allgather");
+      }
+      fast[r] = rt.counters().fast_path_responses;
+    });
+    INFO("n=" << n << " " << checks.summary());
+    REQUIRE(checks.ok());
+    for (int r = 0; r < n; ++r) {
+      INFO("n=" << n << " rank " << r);
+      CHECK(fast[r] == 5);  // the alltoall in rounds 1 and 3, the allgather in rounds 1, 3 and 4
+    }
+  }
 }

@@ -173,8 +173,8 @@ TEST_CASE("host and GPU tensors must agree across ranks and never fuse together"
   cached.tensor = device_req("x", 0);
   cache.put(cached);
   uint32_t slot = 0;
-  CHECK(cache.lookup(device_req("x", 0), &slot) == ResponseCache::Lookup::kHit);
-  CHECK(cache.lookup(device_req("x", -1), &slot) == ResponseCache::Lookup::kConflict);
+  CHECK(cache.lookup(device_req("x", 0), 0, &slot) == ResponseCache::Lookup::kHit);
+  CHECK(cache.lookup(device_req("x", -1), 0, &slot) == ResponseCache::Lookup::kConflict);
 }
 
 TEST_CASE("RINGSCOPE_HIERARCHICAL_ALLREDUCE is read, with Horovod's as fallback", "[gpu][config]") {

@@ -215,7 +215,7 @@ TEST_CASE("an idle rank does not answer a doorbell: the ringer's cycle waits for
     ThreadChecks checks;
     uint64_t rank1_cycles = 0, rang = 0;
     run_runtimes(2, o, [&](int r, Runtime& rt) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // past the start-up cycles
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the start-up cycles
       std::vector<float> buf(16, 1.0f);
       const Runtime::Counters before = rt.counters();
       if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
