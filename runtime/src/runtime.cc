@@ -359,6 +359,7 @@ Status Runtime::run_cycle(bool* stop) {
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     ++counters_.cycles;
+    counters_.idle_cycles = idle_cycles_;
     counters_.fast_path_responses += fast_count;
     if (slow) ++counters_.slow_path_cycles;
     if (!responses.empty()) {

@@ -112,6 +112,9 @@ class Runtime {
     // Cycles in which this rank rang its doorbell (a peer had not joined
     // kDoorbellDelay after this rank started a cycle on new work).
     uint64_t doorbells_rung = 0;
+    // Agreed cycles in a row, up to the last one, in which no rank had
+    // tensors pending (the same on every rank; cycle_timing.h idle_period).
+    int64_t idle_cycles = 0;
   };
   Counters counters() const;
 

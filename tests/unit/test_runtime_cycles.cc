@@ -253,6 +253,8 @@ TEST_CASE("idle ranks lengthen their period together after 64 idle cycles, and w
       cycles[r] = rt.counters().cycles - before;
       seconds[r] = seconds_since(t0);
     }
+    checks.expect(rt.counters().idle_cycles >= kIdleCyclesBeforeLongPeriod,
+                  "idle cycles counted: " + std::to_string(rt.counters().idle_cycles));
     // Work after the long idle: every rank submits, the op completes.
     std::vector<float> buf(16, 1.0f);
     Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));
@@ -271,4 +273,30 @@ TEST_CASE("idle ranks lengthen their period together after 64 idle cycles, and w
   CHECK(idle_period(0) == kIdlePeriod);
   CHECK(idle_period(kIdleCyclesBeforeLongPeriod - 1) == kIdlePeriod);
   CHECK(idle_period(kIdleCyclesBeforeLongPeriod) == kIdlePeriodLong);
+}
+
+TEST_CASE("a rank with work pending keeps every rank on the short idle period",
+          "[runtime][cycle]") {
+  // Rank 0 submits 'x' at once; ranks 1 and 2 only 300 ms later. Meanwhile
+  // ranks 1 and 2 have nothing pending, but rank 0 has: the agreed busy flag
+  // keeps the count of idle cycles at 0 on every rank, so the idle ranks
+  // stay in phase with rank 0's 1 ms cycles instead of going to 8 ms on
+  // their own (a count kept from each rank's own queue would reach 64 here).
+  Options o = quiet_options(1.0);
+  ThreadChecks checks;
+  std::vector<int64_t> idle_before_submit(3, -1);
+  run_runtimes(3, o, [&](int r, Runtime& rt) {
+    std::vector<float> buf(16, 1.0f);
+    if (r > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      idle_before_submit[r] = rt.counters().idle_cycles;
+    }
+    Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));
+    checks.expect(s.ok(), s.to_string());
+    checks.expect(buf[0] == 3.0f, "the sum of three ones");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  CHECK(idle_before_submit[1] == 0);
+  CHECK(idle_before_submit[2] == 0);
 }

@@ -185,7 +185,8 @@ int64_t reducescatter_first_row(int64_t rows, int ranks, int rank);
 // by size()). The output is what every rank sent this rank, in rank order;
 // dim 0 may differ per rank, the other dims must agree. Wrong splits fail
 // the op on every rank, naming the ranks. Host memory only: device tensors
-// fail with kUnimplemented. Never fused, never cached (it always negotiates).
+// fail with kUnimplemented. Never fused; served from the response cache when
+// every rank sends the same splits as the last time the name ran.
 Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
                       const void* input, const std::vector<int64_t>& splits,
                       AlltoallAllocator allocate, DoneCallback done, Device device = Device::cpu());
