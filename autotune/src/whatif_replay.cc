@@ -53,9 +53,7 @@ Request make_request(const RecordedTensor& t, int ranks) {
 // near-equal ones), and mixture-of-experts routing changes the splits every
 // step at the same size: the replay lets every alltoall negotiate, which is
 // right there and at worst slightly pessimistic for a fixed capacity.
-bool cacheable_in_replay(const RecordedTensor& t) {
-  return t.op != static_cast<int>(OpType::kAlltoall);
-}
+bool cacheable_in_replay(OpType op) { return op != OpType::kAlltoall; }
 
 struct Entry {
   size_t index = 0;
@@ -288,10 +286,10 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
       for (auto& [name, e] : ranks[i].pending) {
         if (e.sent) continue;
         uint32_t slot = 0;
-        const ResponseCache::Lookup hit =
-            cache_on && cacheable_in_replay(ranks[i].rec->tensors[e.index])
-                ? cache.lookup(make_request(ranks[i].rec->tensors[e.index], n), i, &slot)
-                : ResponseCache::Lookup::kMiss;
+        const Request request = make_request(ranks[i].rec->tensors[e.index], n);
+        const ResponseCache::Lookup hit = cache_on && cacheable_in_replay(request.op)
+                                              ? cache.lookup(request, i, &slot)
+                                              : ResponseCache::Lookup::kMiss;
         if (hit == ResponseCache::Lookup::kHit) {
           mine[slot] = 1;
         } else {
@@ -394,7 +392,7 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
       if (r.kind == Response::Kind::kError) {
         uint32_t slot;
         if (cache.find(r.tensor.name, &slot)) cache.erase_slot(slot);
-      } else if (cache_on && r.tensor.op != OpType::kAlltoall) {  // cacheable_in_replay
+      } else if (cache_on && cacheable_in_replay(r.tensor.op)) {
         cache.put(r);
       }
     }

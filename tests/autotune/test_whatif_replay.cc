@@ -2,6 +2,7 @@
 // other settings, the doorbell, the whole-burst start and ranks waiting on
 // each other. Calibration, the modelled run, the CLI and the tuner's use of
 // predictions: test_whatif_calibration.cc.
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -39,6 +40,30 @@ std::vector<std::string> write_burst_run(const std::string& base, int steps, int
     for (int rank = 0; rank < 2; ++rank) b.mark(rank, t, step);
   }
   return b.close(t + kMs);
+}
+
+// A run at 2 ranks of six steps `step_ns` apart: rank r submits one 4 KiB
+// tensor "a" submit_ns[r] into each step, its allreduce starts 20 us after
+// the later submission, and both ranks mark the step mark_ns into it.
+RecordedRun one_tensor_run(const TempDir& dir, int64_t step_ns, const int64_t (&submit_ns)[2],
+                           int64_t mark_ns) {
+  TraceBuilder b(dir.file("x.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 6; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.enqueue(rank, t + submit_ns[rank], "a", 4096);
+      b.allreduce(rank, step + 1, t + std::max(submit_ns[0], submit_ns[1]) + 20 * kUs, 10 * kUs,
+                  kUs, 4096);
+    }
+    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t + mark_ns, step);
+    t += step_ns;
+  }
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("x.sqlite")}, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  return run;
 }
 
 // A cost model with known, simple terms.
@@ -227,19 +252,7 @@ TEST_CASE("replay: an idle rank does not answer a doorbell", "[whatif]") {
   // takes one cycle, started by rank 1's submission, not an empty one for
   // the ring and a second for a.
   TempDir dir;
-  TraceBuilder b(dir.file("x.sqlite"), 2, TuneSettings{});
-  int64_t t = kMs;
-  for (int step = 0; step < 6; ++step) {
-    b.enqueue(0, t + kMs, "a", 4096);
-    b.enqueue(1, t + 4 * kMs, "a", 4096);
-    for (int rank = 0; rank < 2; ++rank)
-      b.allreduce(rank, step + 1, t + 4 * kMs, 10 * kUs, kUs, 4096);
-    t += 5 * kMs;
-    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t, step);
-  }
-  b.close(t + kMs);
-  RecordedRun run;
-  REQUIRE(load_recorded_run_files({dir.file("x.sqlite")}, ScoreOptions{}, &run).ok());
+  const RecordedRun run = one_tensor_run(dir, 5 * kMs, {kMs, 4 * kMs}, 5 * kMs);
   const ReplayResult r = replay(run, TuneSettings{128 << 20, 50.0, true});
   CHECK(r.work_cycles == 6);
   CHECK(r.cycles == 6);
@@ -251,21 +264,8 @@ TEST_CASE("replay: idle ranks lengthen their period after 64 idle cycles", "[wha
   // kIdleCyclesBeforeLongPeriod cycles of 1 ms and then cycles of 8 ms,
   // about 64 + 135 / 8 = 81 empty cycles per gap where 1 ms alone gives 199.
   TempDir dir;
-  TraceBuilder b(dir.file("x.sqlite"), 2, TuneSettings{});
-  int64_t t = kMs;
-  for (int step = 0; step < 6; ++step) {
-    for (int rank = 0; rank < 2; ++rank) {
-      b.enqueue(rank, t, "a", 4096);
-      b.allreduce(rank, step + 1, t + 20 * kUs, 10 * kUs, kUs, 4096);
-    }
-    for (int rank = 0; rank < 2; ++rank) b.mark(rank, t + kMs, step);
-    t += 200 * kMs;  // the next step submits 199 ms after this mark
-  }
-  b.close(t + kMs);
-  RecordedRun run;
-  const Status loaded = load_recorded_run_files({dir.file("x.sqlite")}, ScoreOptions{}, &run);
-  INFO(loaded.to_string());
-  REQUIRE(loaded.ok());
+  // The next step submits 199 ms after each mark.
+  const RecordedRun run = one_tensor_run(dir, 200 * kMs, {0, 0}, kMs);
   const ReplayResult r = replay(run, TuneSettings{128 << 20, 1.0, true});
   INFO(r.cycles << " cycles");
   CHECK(r.work_cycles == 6);
