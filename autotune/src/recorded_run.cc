@@ -22,6 +22,7 @@ struct RankEvents {
   std::vector<TraceEvent> enqueues, negotiates, cycles, callbacks, collectives, fusions, copies_in,
       copies_out, steps;
   std::vector<int64_t> marks;
+  std::vector<int64_t> join_starts;  // of this rank's JOIN spans
 };
 
 Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
@@ -64,6 +65,9 @@ Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
         break;
       case EventKind::kStep:
         out->marks.push_back(e.start_ns);
+        break;
+      case EventKind::kJoin:
+        out->join_starts.push_back(e.start_ns);
         break;
       default:
         break;
@@ -155,6 +159,41 @@ void negotiation_by_cycle(const RankEvents& ev,
   }
 }
 
+// Where a rank joined with fewer steps than the others (its data ran out),
+// its peers' later steps ran with it standing in, which the replay does not
+// model, and from there on the ranks' step numbers no longer match: every
+// rank is cut to the steps before that join. joins[i]: rank i's join steps
+// (the STEP marks before each of its JOINs). Ranks that all join after the
+// same steps (a join at the end of every epoch) are left whole.
+void cut_at_uneven_join(const std::vector<std::vector<int64_t>>& joins, RecordedRun* run) {
+  size_t rounds = 0;
+  for (const auto& j : joins) rounds = std::max(rounds, j.size());
+  int64_t cut = -1;
+  int who = -1;
+  for (size_t p = 0; p < rounds && cut < 0; ++p) {
+    bool even = true;
+    for (const auto& j : joins) even = even && p < j.size() && j[p] == joins[0][p];
+    if (even) continue;
+    for (size_t i = 0; i < joins.size(); ++i)
+      if (p < joins[i].size() && (cut < 0 || joins[i][p] < cut)) {
+        cut = joins[i][p];
+        who = run->ranks[i].rank;
+      }
+  }
+  if (cut < 0) return;
+  for (RecordedRank& r : run->ranks) {
+    r.tensors.erase(std::remove_if(r.tensors.begin(), r.tensors.end(),
+                                   [cut](const RecordedTensor& t) { return t.step >= cut; }),
+                    r.tensors.end());
+    if (static_cast<int64_t>(r.marks.size()) > cut) r.marks.resize(static_cast<size_t>(cut));
+    if (static_cast<int64_t>(r.mark_gap_ns.size()) > cut)
+      r.mark_gap_ns.resize(static_cast<size_t>(cut));
+  }
+  run->notes.push_back("rank " + std::to_string(who) + " joined after " + std::to_string(cut) +
+                       " step(s), before other ranks (its data ran out); the replay covers the "
+                       "steps before that join, where every rank submitted its own tensors");
+}
+
 // Submissions, steps and mark gaps of one rank.
 RecordedRank build_rank(const TraceReader& reader, int rank, RankEvents& ev) {
   RecordedRank out;
@@ -212,6 +251,7 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
   out->negotiation_messages = reader.meta_value("negotiation") == "messages";
 
   std::map<int64_t, CalibrationSamples::Negotiation> negotiation;
+  std::vector<std::vector<int64_t>> join_steps;
   for (const RankInfo& info : reader.ranks()) {
     RankEvents ev;
     Status s = scan_rank(reader, info.rank, &ev);
@@ -225,7 +265,13 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
     collect_samples(ev, &out->samples);
     negotiation_by_cycle(ev, &negotiation);
     out->ranks.push_back(build_rank(reader, info.rank, ev));
+    const std::vector<int64_t>& marks = out->ranks.back().marks;
+    std::sort(ev.join_starts.begin(), ev.join_starts.end());
+    join_steps.emplace_back();
+    for (int64_t t : ev.join_starts)
+      join_steps.back().push_back(std::upper_bound(marks.begin(), marks.end(), t) - marks.begin());
   }
+  cut_at_uneven_join(join_steps, out);
   for (const auto& [cycle, n] : negotiation) out->samples.negotiations.push_back(n);
   // Before "auto" existed, "ring" meant ringscope's choice: a trace from then
   // has shared-memory or recursive-doubling spans, which a forced ring never

@@ -66,6 +66,8 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(200, 205, 215, 255);
     case EventKind::kStep:
       return IM_COL32(170, 225, 90, 255);
+    case EventKind::kJoin:
+      return IM_COL32(120, 170, 70, 255);
     case EventKind::kAutotuneTrial:
       return IM_COL32(244, 162, 97, 255);
     case EventKind::kError:
@@ -150,6 +152,8 @@ const char* kind_label(uint16_t kind) {
       return "settings";
     case EventKind::kStep:
       return "step";
+    case EventKind::kJoin:
+      return "join";
     case EventKind::kAutotuneTrial:
       return "autotune";
     case EventKind::kError:

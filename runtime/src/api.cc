@@ -336,6 +336,24 @@ Status reducescatter(const std::string& name, DataType dtype, const Shape& shape
   });
 }
 
+Status join_async(JoinCallback done) {
+  Runtime* rt = current();
+  if (!rt) return not_initialized();
+  return rt->join(std::move(done));
+}
+
+Status join(int* last_joined_rank) {
+  auto last = std::make_shared<int>(-1);
+  Status s = wait_for([&](DoneCallback cb) {
+    return join_async([cb = std::move(cb), last](const Status& st, int rank) {
+      *last = rank;
+      cb(st);
+    });
+  });
+  if (last_joined_rank) *last_joined_rank = *last;
+  return s;
+}
+
 Status propose_settings(const Settings& settings) {
   Runtime* rt = current();
   if (!rt) return not_initialized();

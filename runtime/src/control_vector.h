@@ -23,6 +23,9 @@ enum CycleFlag : uint64_t {
   kFlagShutdown = 2,    // some rank asked to shut down
   kFlagStallCheck = 4,  // some rank has waited long: run a stall report
   kFlagBusy = 8,        // some rank has tensors pending (Runtime::idle_cycles_)
+  kFlagJoined = 16,     // some rank has joined (Runtime::join)
+  kFlagJoinNew = 32,    // some rank joined this cycle: the coordinator must hear it
+  kFlagNotJoined = 64,  // some rank has not joined (absent: the last join's cycle)
 };
 
 class ControlVector {

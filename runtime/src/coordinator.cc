@@ -13,13 +13,22 @@ namespace {
 // Every rank, however many: a mismatch or stall report is read to find them.
 std::string all_ranks(const std::vector<int>& ranks) { return rank_list(ranks, SIZE_MAX); }
 
+// The first rank's request; a rank that joined has none.
+const Request& first_request(const std::vector<std::optional<Request>>& reqs) {
+  for (const auto& r : reqs)
+    if (r) return *r;
+  return *reqs[0];  // not reached: a name is in the table because some rank asked
+}
+
 // Groups ranks by the value of one field; more than one group = mismatch.
+// Ranks that joined sent nothing and are not compared.
 std::string describe_mismatch(const std::string& name, const char* field,
                               const std::vector<std::optional<Request>>& reqs,
                               const std::function<std::string(const Request&)>& value) {
   std::map<std::string, std::vector<int>> groups;
   std::vector<std::string> order;
   for (size_t r = 0; r < reqs.size(); ++r) {
+    if (!reqs[r]) continue;
     std::string v = value(*reqs[r]);
     if (!groups.count(v)) order.push_back(v);
     groups[v].push_back(static_cast<int>(r));
@@ -35,7 +44,7 @@ std::string describe_mismatch(const std::string& name, const char* field,
 // *resp an error naming it and the ranks on each side and returns false.
 bool describe_disagreement(const std::string& name, const std::vector<std::optional<Request>>& reqs,
                            Response* resp) {
-  const OpType op = reqs[0]->op;
+  const OpType op = first_request(reqs).op;
   std::vector<std::pair<const char*, std::function<std::string(const Request&)>>> checks = {
       {"operation", [](const Request& r) { return std::string(op_type_name(r.op)); }},
       {"dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
@@ -79,8 +88,9 @@ bool describe_disagreement(const std::string& name, const std::vector<std::optio
 // the per-field descriptions built (which also settle values that differ but
 // print alike, like two NaN scale factors).
 bool all_agree(const std::vector<std::optional<Request>>& reqs) {
-  const Request& a = *reqs[0];
+  const Request& a = first_request(reqs);
   for (const auto& r : reqs) {
+    if (!r) continue;  // joined
     const Request& b = *r;
     if (b.op != a.op || b.dtype != a.dtype || b.on_device() != a.on_device()) return false;
     if (reduces(a.op) &&
@@ -157,8 +167,8 @@ std::string alltoall_split_matrix(const std::vector<std::optional<Request>>& req
 Response Coordinator::validate(const std::string& name,
                                const std::vector<std::optional<Request>>& reqs) const {
   Response resp;
-  resp.tensor = *reqs[0];
-  const OpType op = reqs[0]->op;
+  resp.tensor = first_request(reqs);
+  const OpType op = resp.tensor.op;
   if (!all_agree(reqs) && !describe_disagreement(name, reqs, &resp)) return resp;
   if (op != OpType::kAllreduce && op != OpType::kBroadcast && resp.tensor.shape.empty()) {
     resp.kind = Response::Kind::kError;
@@ -173,8 +183,9 @@ Response Coordinator::validate(const std::string& name,
                  std::to_string(resp.tensor.root) + " is outside 0.." + std::to_string(size_ - 1);
     return resp;
   }
+  if (joined_count_ > 0 && refuse_stand_in(name, reqs, &resp)) return resp;
   if (op == OpType::kAllgather)
-    for (const auto& r : reqs) resp.first_dims.push_back(r->shape[0]);
+    for (const auto& r : reqs) resp.first_dims.push_back(r ? r->shape[0] : 0);  // joined: none
   if (op == OpType::kAlltoall) {
     std::string problems = alltoall_split_matrix(reqs, &resp.first_dims);
     if (!problems.empty()) {
@@ -186,23 +197,101 @@ Response Coordinator::validate(const std::string& name,
   return resp;
 }
 
+namespace {
+bool is_integer(DataType t) {
+  return t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
+}
+}  // namespace
+
+bool Coordinator::refuse_stand_in(const std::string& name,
+                                  const std::vector<std::optional<Request>>& reqs,
+                                  Response* resp) const {
+  std::vector<int> ranks;  // joined without this tensor: they stand in
+  for (int r = 0; r < size_; ++r)
+    if (!reqs[r]) ranks.push_back(r);
+  if (ranks.empty()) return false;
+  const Request& first = resp->tensor;
+  std::string why;
+  if (first.op == OpType::kReducescatter || first.op == OpType::kAlltoall)
+    why = "a joined rank stands in only for allreduce, allgather and broadcast";
+  else if (first.on_device())
+    why = "a joined rank stands in only for host tensors (GPU tensors are not supported with join)";
+  else if (first.op == OpType::kBroadcast && !reqs[first.root])
+    why = "its root rank " + std::to_string(first.root) + " has joined and has no tensor to send";
+  else if ((first.reduce == ReduceOp::kMin || first.reduce == ReduceOp::kMax) &&
+           is_integer(first.dtype) && first.prescale != 1.0 && reduces(first.op))
+    why =
+        "an integer min or max with a prescale factor has no value a stand-in could send "
+        "(the scaled identity would overflow)";
+  if (why.empty()) return false;
+  resp->kind = Response::Kind::kError;
+  resp->error = std::string(op_type_name(first.op)) + " of tensor '" + name +
+                "' cannot run while " + all_ranks(ranks) + (ranks.size() == 1 ? " has" : " have") +
+                " joined: " + why;
+  return true;
+}
+
+bool Coordinator::complete(const Entry& e) const {
+  if (e.count == size_) return true;
+  if (e.count + joined_count_ < size_) return false;
+  for (int r = 0; r < size_; ++r)
+    if (!e.by_rank[r] && !joined_[r]) return false;
+  return true;
+}
+
+Response Coordinator::respond(const std::string& name, const Entry& e) const {
+  Response resp = validate(name, e.by_rank);
+  if (!e.duplicate_error.empty()) {
+    resp.kind = Response::Kind::kError;
+    resp.error = e.duplicate_error;
+  }
+  return resp;
+}
+
 void Coordinator::add(int rank, const Request& req, std::vector<Response>* ready) {
-  Entry& e = table_[req.name];
-  if (e.by_rank.empty()) e.by_rank.resize(size_);
+  auto [it, fresh] = table_.try_emplace(req.name);
+  Entry& e = it->second;
+  if (fresh) {
+    e.by_rank.resize(size_);
+    e.seq = next_seq_++;
+  }
   if (e.by_rank[rank]) {
     e.duplicate_error = "tensor '" + req.name + "' was submitted twice by rank " +
                         std::to_string(rank) + " before it ran";
     return;
   }
   e.by_rank[rank] = req;
+  // Only with every rank's own request: a joined rank may still send its
+  // own later in this same gather (it is then no stand-in); the names the
+  // joined ranks complete come from add_completed, after the gather.
   if (++e.count < size_) return;
-  Response resp = validate(req.name, e.by_rank);
-  if (!e.duplicate_error.empty()) {
-    resp.kind = Response::Kind::kError;
-    resp.error = e.duplicate_error;
+  ready->push_back(respond(req.name, e));
+  table_.erase(it);
+}
+
+void Coordinator::join(int rank) {
+  if (joined_.empty()) joined_.assign(static_cast<size_t>(size_), 0);
+  if (joined_[rank]) return;
+  joined_[rank] = 1;
+  ++joined_count_;
+}
+
+void Coordinator::end_join() {
+  joined_.clear();
+  joined_count_ = 0;
+}
+
+void Coordinator::add_completed(std::vector<Response>* ready) {
+  if (joined_count_ == 0) return;
+  std::vector<std::pair<uint64_t, std::string>> done;
+  for (const auto& [name, e] : table_)
+    if (complete(e)) done.emplace_back(e.seq, name);
+  std::sort(done.begin(), done.end());
+  for (const auto& [seq, name] : done) {
+    auto it = table_.find(name);
+    ready->push_back(respond(name, it->second));
+    table_.erase(it);
   }
-  table_.erase(req.name);
-  ready->push_back(std::move(resp));
 }
 
 Coordinator::StallVerdict Coordinator::stall_verdict(const std::vector<RequestList>& lists,
@@ -234,10 +323,11 @@ std::string Coordinator::stall_report(const std::vector<RequestList>& lists, int
   *oldest_ms = 0;
   int listed = 0;
   for (auto& [name, info] : names) {
-    if (info.first.size() == lists.size() || info.second < warn_ms) continue;
-    std::vector<int> missing;
+    if (info.second < warn_ms) continue;
+    std::vector<int> missing;  // a rank that joined stands in: not missing
     for (int r = 0; r < static_cast<int>(lists.size()); ++r)
-      if (!std::count(info.first.begin(), info.first.end(), r)) missing.push_back(r);
+      if (!std::count(info.first.begin(), info.first.end(), r) && !joined(r)) missing.push_back(r);
+    if (missing.empty()) continue;
     *oldest_ms = std::max(*oldest_ms, info.second);
     if (listed++ < 20)
       report += "\n  tensor '" + name + "' waited " + format_seconds(info.second / 1000.0) +

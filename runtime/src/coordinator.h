@@ -42,16 +42,39 @@ class Coordinator {
 
   size_t pending() const { return table_.size(); }
 
- private:
-  Response validate(const std::string& name, const std::vector<std::optional<Request>>& reqs) const;
+  // `rank` has joined (again: no change). Names that every other rank has
+  // asked for are then ready: add_completed() emits them (a joined rank
+  // that asked for a name itself takes part with its own tensor).
+  void join(int rank);
+  bool joined(int rank) const { return !joined_.empty() && joined_[rank]; }
+  bool all_joined() const { return joined_count_ == size_; }
+  // Every rank has joined and been told: the next join starts afresh.
+  void end_join();
+  // Appends, in the order their first request came, the names that every
+  // rank has asked for or joined for. add() completes a name only when
+  // every rank asked; call this after a gather's requests are all added.
+  void add_completed(std::vector<Response>* ready);
 
+ private:
   struct Entry {
     std::vector<std::optional<Request>> by_rank;
     int count = 0;
+    uint64_t seq = 0;  // arrival of its first request
     std::string duplicate_error;
   };
+  bool complete(const Entry& e) const;
+  Response respond(const std::string& name, const Entry& e) const;
+  Response validate(const std::string& name, const std::vector<std::optional<Request>>& reqs) const;
+  // An op that a joined rank without the tensor cannot stand in for gets an
+  // error in *resp naming those ranks (true).
+  bool refuse_stand_in(const std::string& name, const std::vector<std::optional<Request>>& reqs,
+                       Response* resp) const;
+
   int size_;
   std::unordered_map<std::string, Entry> table_;
+  uint64_t next_seq_ = 0;
+  std::vector<char> joined_;  // by rank; empty until a first join
+  int joined_count_ = 0;
 };
 
 }  // namespace ringscope

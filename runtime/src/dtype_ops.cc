@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace ringscope {
 namespace {
@@ -228,6 +229,25 @@ void copy_scaled(DataType dtype, void* dst, const void* src, size_t count, doubl
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     scale_typed(static_cast<T*>(dst), static_cast<const T*>(src), count, factor);
+  });
+}
+
+void fill_identity(DataType dtype, ReduceOp op, void* buf, size_t count) {
+  if (count == 0) return;
+  if (op == ReduceOp::kSum || op == ReduceOp::kAverage) {
+    std::memset(buf, 0, count * dtype_size(dtype));
+    return;
+  }
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using L = std::numeric_limits<T>;
+    const bool min = op == ReduceOp::kMin;
+    T value;
+    if constexpr (L::has_infinity)
+      value = min ? L::infinity() : T(-L::infinity());
+    else
+      value = min ? L::max() : L::lowest();
+    std::fill_n(static_cast<T*>(buf), count, value);
   });
 }
 

@@ -32,6 +32,11 @@ void widen_add(DataType dtype, float* acc, const void* src, size_t count, bool f
 void narrow_scaled_to_both(DataType dtype, void* dst, void* out, const float* acc, size_t count,
                            double factor);
 
+// buf[i] = the value that leaves op's result unchanged: 0 for Sum and
+// Average, the largest value (+inf for floats) for Min, the lowest (-inf)
+// for Max. What a joined rank contributes (join_stand_ins.h).
+void fill_identity(DataType dtype, ReduceOp op, void* buf, size_t count);
+
 // buf[i] *= factor (integers are scaled in double and truncated).
 void scale_in_place(DataType dtype, void* buf, size_t count, double factor);
 

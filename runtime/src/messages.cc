@@ -130,6 +130,7 @@ std::vector<uint8_t> encode(const RequestList& list) {
     w.str(list.pending_names[i]);
     w.put<int64_t>(list.pending_age_ms[i]);
   }
+  w.put<uint8_t>(list.joined ? 1 : 0);
   return std::move(w.out);
 }
 
@@ -146,6 +147,7 @@ std::vector<uint8_t> encode(const ResponseList& list) {
   w.str(list.stall_warning);
   w.put<uint8_t>(list.abort ? 1 : 0);
   w.str(list.error);
+  w.put<int32_t>(list.join_last);
   return std::move(w.out);
 }
 
@@ -164,6 +166,9 @@ Status decode(const std::vector<uint8_t>& bytes, RequestList* out) {
   for (uint32_t i = 0; i < n; ++i)
     if (!rd.str(&out->pending_names[i]) || !rd.get(&out->pending_age_ms[i]))
       return malformed("pending name");
+  uint8_t joined;
+  if (!rd.get(&joined) || joined > 1) return malformed("join flag");
+  out->joined = joined != 0;
   if (!rd.done()) return malformed("trailing bytes in request list");
   return Status::OK();
 }
@@ -182,7 +187,8 @@ Status decode(const std::vector<uint8_t>& bytes, ResponseList* out) {
       return malformed("response");
     r.kind = static_cast<Response::Kind>(kind);
   }
-  if (!rd.str(&out->stall_warning) || !rd.get(&abort) || !rd.str(&out->error))
+  if (!rd.str(&out->stall_warning) || !rd.get(&abort) || !rd.str(&out->error) ||
+      !rd.get(&out->join_last))
     return malformed("response trailer");
   out->abort = abort != 0;
   if (!rd.done()) return malformed("trailing bytes in response list");

@@ -66,6 +66,9 @@ struct RequestList {
   // stall check was requested this cycle.
   std::vector<std::string> pending_names;
   std::vector<int64_t> pending_age_ms;
+  // This rank has joined (Runtime::join): until every rank has, it stands
+  // in for every tensor the others run (docs/design.md, "Join").
+  bool joined = false;
 };
 
 // The coordinator's answer for one slow-path cycle.
@@ -76,6 +79,9 @@ struct ResponseList {
   // Non-empty: rank 0 could not read some rank's requests (a corrupt
   // message, or ranks running different builds); every rank fails with it.
   std::string error;
+  // >= 0: every rank has now joined, the last of them this rank; every
+  // rank's join completes with it at the end of this cycle.
+  int32_t join_last = -1;
 };
 
 std::vector<uint8_t> encode(const RequestList& list);

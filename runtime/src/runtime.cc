@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <utility>
 
 #include "control_vector.h"
 #include "gpu_plan.h"
@@ -268,6 +269,7 @@ Status Runtime::run_cycle(bool* stop) {
     add_pending(std::move(e));
   }
   fresh_.clear();  // moved-from entries; the storage stays for the next drain
+  const bool joins_now = take_join();
 
   // Fast path bookkeeping: which pending tensors the cache can serve.
   const bool cache_on = settings().cache_enabled && cache_.capacity() > 0;
@@ -280,18 +282,24 @@ Status Runtime::run_cycle(bool* stop) {
     uint32_t slot = 0;
     ResponseCache::Lookup hit =
         cache_on ? cache_.lookup(e.req, topo_.rank, &slot) : ResponseCache::Lookup::kMiss;
-    if (hit == ResponseCache::Lookup::kHit) {
+    // While a peer has joined, only what it stands in for from the cache
+    // stays on the fast path; the coordinator settles the rest.
+    if (hit == ResponseCache::Lookup::kHit &&
+        (!peers_joined_ || JoinStandIns::stands_in_cached(cache_.at(slot)))) {
       control.set_ready(slot);
     } else {
       if (hit == ResponseCache::Lookup::kConflict) control.set_conflict(slot);
       to_coordinator.push_back(&e);
     }
   }
+  if (joined_ && cache_on) mark_stand_in_slots(control);
   uint64_t flags = 0;
   if (!to_coordinator.empty()) flags |= kFlagUncached;
   if (shutdown_requested_.load()) flags |= kFlagShutdown;
   if (stall_check_due(now)) flags |= kFlagStallCheck;
   if (!pending_.empty()) flags |= kFlagBusy;
+  flags |= joined_ ? kFlagJoined : kFlagNotJoined;
+  if (joins_now) flags |= kFlagJoinNew;
   control.set_flags(flags);
   if (topo_.rank == 0) {
     std::lock_guard<std::mutex> lock(settings_mu_);
@@ -301,11 +309,11 @@ Status Runtime::run_cycle(bool* stop) {
   const auto negotiate_start = SteadyClock::now();
   const double timeout = cycle_wait_seconds(flags);
   // An idle rank (woken by a peer's doorbell or its cycle timer) naps soon,
-  // leaving the cores to training. A rank with work to run polls (and
-  // yields) for up to 1 ms before napping: a nap there adds its wake-up
-  // latency to every step, to the peers too (np=2, 50-tensor cycles on the
-  // cache fast path: 11-17 us, 23-48 us napping after 50 us). With
-  // more ranks on this node than cores it yields from the first poll and
+  // leaving the cores to training; so does a joined rank with nothing of its
+  // own (its peers ring when they have work, and it answers: has_work()). A rank with work to run
+  // polls (and yields) for up to 1 ms before napping: a nap there adds its wake-up latency to every
+  // step, to the peers too (np=2, 50-tensor cycles on the cache fast path: 11-17 us, 23-48 us
+  // napping after 50 us). With more ranks on this node than cores it yields from the first poll and
   // naps only after 5 ms: the rank it waits for may need this very core, and a
   // yield hands it over at once where a spin keeps it and a nap costs a
   // timer tick (np=4 on 2 cores, cache fast path: 35-58 us yielding after a
@@ -318,6 +326,7 @@ Status Runtime::run_cycle(bool* stop) {
   last_agreed_ = SteadyClock::now();
   flags = control.flags();
   idle_cycles_ = (flags & kFlagBusy) ? 0 : idle_cycles_ + 1;
+  peers_joined_ = flags & kFlagJoined;
   const Settings agreed = control.settings();
   apply_settings(agreed, /*at_cycle_end=*/false);
 
@@ -338,20 +347,26 @@ Status Runtime::run_cycle(bool* stop) {
   // copied into the elements kept from earlier cycles (no allocation). A
   // cycle without any leaves those elements, and their storage, alone.
   size_t fast_count = 0;
-  control.for_each_ready([&](uint32_t slot) {
-    if (!cache_.occupied(slot)) return;
-    if (fast_count == responses_.size()) responses_.emplace_back();
-    Response& r = responses_[fast_count++];
-    r = cache_.at(slot);
-    r.from_cache = true;
-    r.cache_slot = slot;
-  });
+  // Where every rank has joined, each marked every cached allreduce: the
+  // coordinator settles what is still pending (runtime_join.cc).
+  const bool all_joined = !(flags & kFlagNotJoined);
+  if (all_joined) send_all_pending(to_coordinator);
+  if (!all_joined)
+    control.for_each_ready([&](uint32_t slot) {
+      if (!cache_.occupied(slot)) return;
+      if (fast_count == responses_.size()) responses_.emplace_back();
+      Response& r = responses_[fast_count++];
+      r = cache_.at(slot);
+      r.from_cache = true;
+      r.cache_slot = slot;
+    });
   std::vector<Response> none;
   if (fast_count > 0) responses_.resize(fast_count);
   std::vector<Response>& responses = fast_count > 0 ? responses_ : none;
 
   // Slow path: the coordinator decides.
-  const bool slow = (flags & (kFlagUncached | kFlagStallCheck)) || any_conflict;
+  const bool slow =
+      (flags & (kFlagUncached | kFlagStallCheck | kFlagJoinNew)) || any_conflict || all_joined;
   if (slow) {
     s = negotiate_slow(flags, to_coordinator, &responses);
     if (!s.ok()) return s;
@@ -394,6 +409,10 @@ Status Runtime::run_cycle(bool* stop) {
     ev.aux = (fast_count ? kPathFast : 0) | (slow ? kPathSlow : 0);
     rec->record(ev);
   }
+  if (join_last_ >= 0) {  // every rank has joined: this cycle ends the join
+    finish_join(Status::OK(), std::exchange(join_last_, -1));
+    peers_joined_ = false;
+  }
   if (flags & kFlagShutdown) *stop = true;
   return Status::OK();
 }
@@ -401,88 +420,6 @@ Status Runtime::run_cycle(bool* stop) {
 double Runtime::cycle_wait_seconds(uint64_t flags) const {
   return (flags & kFlagShutdown) || shutdown_requested_.load() ? shutdown_wait_seconds()
                                                                : options_.op_timeout_seconds;
-}
-
-Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
-                               std::vector<Response>* responses) {
-  std::sort(to_coordinator.begin(), to_coordinator.end(),
-            [](const TensorEntry* a, const TensorEntry* b) { return a->order < b->order; });
-  RequestList mine;
-  for (TensorEntry* e : to_coordinator) {
-    mine.requests.push_back(e->req);
-    e->sent_to_coordinator = true;
-  }
-  const auto now = SteadyClock::now();
-  if (flags & kFlagStallCheck) {
-    last_stall_check_ = now;
-    for (const auto& [name, e] : pending_) {
-      mine.pending_names.push_back(name);
-      mine.pending_age_ms.push_back(
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
-    }
-  }
-  // After the agreement `flags` says whether any rank shuts down (see
-  // cycle_wait_seconds).
-  const Deadline deadline = Deadline::after(cycle_wait_seconds(flags));
-  std::vector<std::vector<uint8_t>> gathered;
-  Status s = transport_->gather_to_root(encode(mine), &gathered, deadline);
-  if (!s.ok()) return s;
-
-  std::vector<uint8_t> answer;
-  if (topo_.rank == 0) {
-    ResponseList out;
-    std::vector<RequestList> lists(topo_.size);
-    Recorder* rec = recorder_.load();
-    for (int r = 0; r < topo_.size && out.error.empty(); ++r) {
-      s = decode(gathered[r], &lists[r]);
-      if (!s.ok()) {
-        // Every rank waits for this answer: it carries the error to them.
-        out = ResponseList{};
-        out.error = "rank 0 could not read the negotiation message of rank " + std::to_string(r) +
-                    " (" + s.message() + "); do all ranks run the same ringscope build?";
-        break;
-      }
-      for (const Request& req : lists[r].requests) {
-        if (rec) {
-          const int64_t now_ns = rec->now_ns();
-          TraceEvent ev =
-              make_event(EventKind::kReady, now_ns, now_ns, cycle_, -1, intern(req.name));
-          ev.peer_recv = r;
-          rec->record(ev);
-        }
-        coordinator_.add(r, req, &out.responses);
-      }
-    }
-    if ((flags & kFlagStallCheck) && out.error.empty()) {
-      const Coordinator::StallVerdict v = coordinator_.stall_verdict(
-          lists, static_cast<int64_t>(options_.stall_check_seconds * 1000),
-          static_cast<int64_t>(options_.stall_shutdown_seconds * 1000));
-      out.stall_warning = v.warning;
-      out.abort = v.abort;
-    }
-    answer = encode(out);
-  }
-  s = transport_->broadcast_from_root(&answer, deadline);
-  if (!s.ok()) return s;
-  ResponseList decided;
-  s = decode(answer, &decided);
-  if (!s.ok()) return s;
-  if (!decided.error.empty()) return Status(StatusCode::kInternal, decided.error, topo_.rank);
-  if (!decided.stall_warning.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++counters_.stall_reports;
-    }
-    if (topo_.rank == 0) log(1, "warning: " + decided.stall_warning);
-    record_instant(EventKind::kStall, intern(decided.stall_warning), 0);
-  }
-  if (decided.abort)
-    return Status(StatusCode::kStalled,
-                  "stall shutdown after " + format_seconds(options_.stall_shutdown_seconds) +
-                      " (RINGSCOPE_STALL_SHUTDOWN_SECONDS). " + decided.stall_warning,
-                  topo_.rank);
-  for (Response& r : decided.responses) responses->push_back(std::move(r));
-  return Status::OK();
 }
 
 }  // namespace ringscope

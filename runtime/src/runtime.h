@@ -23,6 +23,7 @@
 
 #include "control_vector.h"
 #include "coordinator.h"
+#include "join_stand_ins.h"
 #include "parameter_manager.h"
 #include "response_cache.h"
 #include "response_executor.h"
@@ -73,6 +74,10 @@ class Runtime {
     return std::this_thread::get_id() == loop_thread_id_ || CallbackScope::active();
   }
 
+  // This rank has no more tensors: it stands in for its peers' until every
+  // rank has joined (ringscope.h join_async; runtime_join.cc).
+  Status join(JoinCallback done);
+
   Status propose_settings(const Settings& settings);
   Settings settings() const;
   const Topology& topology() const { return topo_; }
@@ -115,6 +120,8 @@ class Runtime {
     // Agreed cycles in a row, up to the last one, in which no rank had
     // tensors pending (the same on every rank; cycle_timing.h idle_period).
     int64_t idle_cycles = 0;
+    // Ops this rank ran as a stand-in while it had joined (runtime_join.cc).
+    uint64_t stand_ins = 0;
   };
   Counters counters() const;
 
@@ -145,6 +152,23 @@ class Runtime {
   double cycle_wait_seconds(uint64_t flags) const;
   void loop();
   void wait_for_next_cycle();
+  // Work to run: tensors pending, or a join that stands in for the peers'.
+  bool has_work() const { return !pending_.empty() || joined_; }
+  // Join (runtime_join.cc). take_join: at the cycle start, the join that
+  // join() handed over, if any. mark_stand_in_slots: a joined rank marks
+  // ready every cached host allreduce, which it can stand in for (while a
+  // rank has joined, its peers send every other cached op to the
+  // coordinator). finish_join: the join's callback; fail_join: at the end.
+  bool take_join();  // true: a join was taken now
+  void mark_stand_in_slots(ControlVector& control) const;
+  // The last join's cycle: every pending tensor not yet sent goes to the
+  // coordinator (the fast path is skipped, its AND being all stand-ins).
+  void send_all_pending(std::vector<TensorEntry*>& to_coordinator);
+  void finish_join(const Status& status, int last_joined_rank);
+  void fail_join(const Status& status);
+  // Rank 0: registers the ranks whose lists say they joined; returns the
+  // highest rank that joined this cycle (-1 if none).
+  int coordinator_joins(const std::vector<RequestList>& lists);
   bool doorbell_rang();
   void ring_doorbell();
   Status run_cycle(bool* stop);
@@ -242,6 +266,21 @@ class Runtime {
   std::vector<DoorbellRing> doorbell_rings_;
   std::unordered_map<std::string, int32_t> name_ids_;
   Recorder* name_ids_owner_ = nullptr;
+
+  // Join. join() hands its callback over under join_mu_ (join_offered_
+  // tells the loop without the lock); the loop takes it at a cycle start.
+  std::mutex join_mu_;
+  JoinCallback join_offer_;   // guarded by join_mu_
+  bool join_busy_ = false;    // guarded: a join from join() until its callback
+  bool join_closed_ = false;  // guarded: the loop has ended, no join can finish
+  std::atomic<bool> join_offered_{false};
+  // Background-thread state while this rank has joined.
+  bool joined_ = false;
+  JoinCallback join_done_;
+  int64_t join_start_ns_ = 0;
+  JoinStandIns stand_ins_;
+  bool peers_joined_ = false;  // the last agreement said some rank has joined
+  int32_t join_last_ = -1;     // the slow path's: every rank has joined, this one last
 
   // Tracing. Closed writers are kept until the runtime ends, so a thread
   // that loaded the recorder pointer just before stop_trace stays safe.

@@ -16,7 +16,16 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
     entries.push_back(it == pending_.end() ? nullptr : &it->second);
     where.push_back(it);
   }
-  // A response for a tensor this rank never submitted is a protocol bug.
+  // A rank that has joined stands in for the tensors it has not submitted.
+  if (joined_) {
+    const size_t before = std::count(entries.begin(), entries.end(), nullptr);
+    stand_ins_.fill(responses, &entries);
+    for (size_t i = 0; i < responses.size(); ++i)
+      if (where[i] == pending_.end()) entries[i]->name_id = intern(responses[i].tensor.name);
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.stand_ins += before;
+  }
+  // Otherwise a response for a tensor this rank never submitted is a protocol bug.
   // Running the others would pair this rank's collectives with different
   // ones on its peers (wrong sums, or a wait that never ends), so it stops
   // here, loudly; its peers then time out.
@@ -34,6 +43,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   Recorder* rec = recorder_.load();
   if (rec)
     for (size_t i = 0; i < responses.size(); ++i) {
+      if (where[i] == pending_.end()) continue;  // a stand-in: never submitted here
       TraceEvent ev = make_event(EventKind::kNegotiate, entries[i]->enqueue_ns, decided_ns, cycle_,
                                  static_cast<int32_t>(i), entries[i]->name_id);
       ev.bytes = static_cast<int64_t>(responses[i].bytes());
@@ -86,7 +96,8 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   // Freed after the last callback, which is what the framework waits for
   // (np=2, 200 tensors: 8-18 us earlier). A callback adds nothing to
   // pending_ (a resubmission waits in the queue), so `where` stays valid.
-  for (auto it : where) remove_pending(it);
+  for (auto it : where)
+    if (it != pending_.end()) remove_pending(it);
   // The cache changes in response order on every rank, so it stays
   // identical. After the callbacks: the framework waits on those, and a
   // name resubmitted from one is only looked up in the next cycle.
@@ -139,6 +150,7 @@ void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
 }
 
 void Runtime::fail_all(const Status& status) {
+  fail_join(status);
   CallbackScope in_callback;
   std::vector<TensorEntry> never_drained = queue_.close(status);
   for (TensorEntry& e : never_drained) run_callback(e, status);

@@ -11,7 +11,7 @@
 namespace ringscope {
 
 void Runtime::wait_for_next_cycle() {
-  const bool idle = pending_.empty();
+  const bool idle = !has_work();
   auto period = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double, std::milli>(settings().cycle_time_ms));
   if (idle) period = std::max<SteadyClock::duration>(period, idle_period(idle_cycles_));
@@ -21,6 +21,10 @@ void Runtime::wait_for_next_cycle() {
   // cycle waits for the latest rank.
   const auto until = last_agreed_ + period;
   while (!shutdown_requested_.load()) {
+    if (join_offered_.load()) {  // join(): a cycle now, the peers rung as for work
+      doorbell_owed_ = true;
+      return;
+    }
     // An idle rank drains rings but does not answer them: it would join an
     // agreement with nothing in it (every collective needs its tensor too),
     // and its own first submission wakes it anyway. It sleeps to the end of

@@ -273,3 +273,62 @@ TEST_CASE("replay: idle ranks lengthen their period after 64 idle cycles", "[wha
   CHECK(empty >= 5 * 75);
   CHECK(empty <= 5 * 85);
 }
+
+TEST_CASE("replay of a run where a rank joined covers the steps before the join", "[whatif]") {
+  // Rank 0 has 10 steps of data, then joins; rank 1 runs 16 steps, the last
+  // 6 with rank 0 standing in (no ENQUEUE of its own there).
+  TempDir dir;
+  TraceBuilder b(dir.file("j.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 16; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      if (rank == 0 && step >= 10) {
+        b.allreduce(rank, step + 1, t + 30 * kUs, 10 * kUs, kUs, 4096);
+        continue;
+      }
+      b.enqueue(rank, t + 10 * kUs, "a", 4096);
+      b.allreduce(rank, step + 1, t + 30 * kUs, 10 * kUs, kUs, 4096);
+      b.mark(rank, t + 100 * kUs, step);
+    }
+    t += kMs;
+  }
+  TraceEvent& join = b.add(0, EventKind::kJoin, 10 * kMs + 200 * kUs, t);
+  join.value = 1;
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("j.sqlite")}, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  REQUIRE(run.ranks.size() == 2);
+  for (const RecordedRank& r : run.ranks) {
+    CHECK(r.tensors.size() == 10);
+    CHECK(r.marks.size() == 10);
+  }
+  CHECK_THAT(run.notes.back(), Catch::Contains("rank 0 joined after 10 step(s)"));
+  const ReplayResult r = replay(run, TuneSettings{});
+  CHECK(r.unfinished == 0);  // without the cut, rank 1's last 6 tensors never complete
+  CHECK(r.collectives == 10);
+}
+
+TEST_CASE("replay of a run where every rank joined after the same steps is not cut", "[whatif]") {
+  // A join at the end of each of two epochs of 8 steps, on both ranks.
+  TempDir dir;
+  TraceBuilder b(dir.file("e.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 16; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.enqueue(rank, t + 10 * kUs, "a", 4096);
+      b.allreduce(rank, step + 1, t + 30 * kUs, 10 * kUs, kUs, 4096);
+      b.mark(rank, t + 100 * kUs, step);
+      if (step % 8 == 7) b.add(rank, EventKind::kJoin, t + 200 * kUs, t + 300 * kUs).value = 1;
+    }
+    t += kMs;
+  }
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("e.sqlite")}, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  for (const RecordedRank& r : run.ranks) CHECK(r.tensors.size() == 16);
+  for (const std::string& note : run.notes) CHECK_THAT(note, !Catch::Contains("joined"));
+}

@@ -16,6 +16,7 @@
 #include "capture_recorder.h"
 #include "hosts.h"
 #include "local_world.h"
+#include "mpi_test_options.h"
 #include "mpi_transport.h"
 #include "ringscope/ringscope.h"
 #include "ringscope/ringscope_mpi.h"
@@ -36,22 +37,6 @@ int world_size() {
   int n;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
-}
-
-// RINGSCOPE_SHARED_MEMORY=0 (ctest runs every size both ways) exercises the
-// ring, recursive doubling and halving-doubling over MPI instead of the
-// shared-memory allreduce; RINGSCOPE_CPU_ALLREDUCE=ring the pipelined ring
-// for every size.
-Options test_options() {
-  Options o;
-  o.settings.cycle_time_ms = 0.5;
-  o.op_timeout_seconds = 120;
-  o.log_level = 0;
-  if (const char* v = std::getenv("RINGSCOPE_SHARED_MEMORY"))
-    o.shared_memory = std::string(v) != "0";
-  if (const char* v = std::getenv("RINGSCOPE_CPU_ALLREDUCE"); v && std::string(v) == "ring")
-    o.cpu_allreduce = CpuAllreduce::kRing;
-  return o;
 }
 
 // A private runtime over MPI_COMM_WORLD (white-box: recorder, counters).

@@ -244,3 +244,107 @@ TEST_CASE("stall verdict: warnings off means silence until the abort", "[coordin
   CHECK(v.warning.empty());
   CHECK_FALSE(v.abort);
 }
+
+TEST_CASE("a joined rank counts as ready for every name and the others are validated",
+          "[coordinator][join]") {
+  Coordinator c(3);
+  std::vector<Response> ready;
+  c.add(0, req("early"), &ready);
+  c.add(1, req("early"), &ready);
+  c.add(1, req("other"), &ready);
+  CHECK(ready.empty());
+  c.join(2);
+  CHECK(c.joined(2));
+  CHECK(!c.all_joined());
+  c.add_completed(&ready);  // "early" has every rank now; "other" lacks rank 0
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].tensor.name == "early");
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  // Allgather: the joined rank gathers no rows; a mismatch among the others
+  // still names them.
+  ready.clear();
+  c.add(0, req("ag", {3, 2}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(1, req("ag", {5, 2}, DataType::kFloat32, OpType::kAllgather), &ready);
+  CHECK(ready.empty());  // add() waits for every rank's own request
+  c.add_completed(&ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].first_dims == std::vector<int64_t>{3, 5, 0});
+  c.add(0, req("w", {4}), &ready);
+  c.add(1, req("w", {5}), &ready);
+  c.add_completed(&ready);
+  REQUIRE(ready.size() == 2);
+  CHECK(ready[1].error == "Mismatched shape for tensor 'w': [4] on rank 0; [5] on rank 1");
+  // Ops a joined rank cannot stand in for are refused, naming it.
+  ready.clear();
+  c.add(0, req("rs", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);
+  c.add(1, req("rs", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);
+  Request bc = req("bc", {2}, DataType::kFloat32, OpType::kBroadcast);
+  bc.root = 2;
+  c.add(0, bc, &ready);
+  c.add(1, bc, &ready);
+  Request dev = req("dev");
+  dev.device = 0;
+  c.add(0, dev, &ready);
+  c.add(1, dev, &ready);
+  Request imin = req("imin", {4}, DataType::kInt32);
+  imin.reduce = ReduceOp::kMin;
+  imin.prescale = 2;
+  c.add(0, imin, &ready);
+  c.add(1, imin, &ready);
+  imin.name = "fmin";
+  imin.dtype = DataType::kFloat32;
+  c.add(0, imin, &ready);
+  c.add(1, imin, &ready);
+  c.add_completed(&ready);
+  REQUIRE(ready.size() == 5);
+  CHECK(ready[0].error ==
+        "reducescatter of tensor 'rs' cannot run while rank 2 has joined: a joined rank stands in "
+        "only for allreduce, allgather and broadcast");
+  CHECK(ready[1].error.find("root rank 2 has joined") != std::string::npos);
+  CHECK(ready[2].error.find("GPU tensors are not supported with join") != std::string::npos);
+  CHECK(ready[3].error.find("integer min or max with a prescale factor") != std::string::npos);
+  CHECK(ready[4].kind == Response::Kind::kRun);  // a float one is stood in for
+  // A joined rank that still submitted the tensor is no stand-in.
+  ready.clear();
+  c.add(2, req("rs2", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);
+  c.add(0, req("rs2", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);
+  c.add(1, req("rs2", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kRun);
+  // ... also when its request comes after the others' in the same gather:
+  // the sweep runs after every request is in, and its rows count.
+  ready.clear();
+  c.add(0, req("ag2", {1, 2}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(1, req("ag2", {2, 2}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add(2, req("ag2", {3, 2}, DataType::kFloat32, OpType::kAllgather), &ready);
+  c.add_completed(&ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].first_dims == std::vector<int64_t>{1, 2, 3});
+  CHECK(c.pending() == 1);  // "other" only: nothing left behind to be "submitted twice"
+  // Every rank joined: "other" completes, then the join ends.
+  ready.clear();
+  c.join(0);
+  c.join(1);
+  CHECK(c.all_joined());
+  c.add_completed(&ready);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].tensor.name == "other");
+  c.end_join();
+  CHECK(!c.joined(0));
+  CHECK(c.pending() == 0);
+  c.add(0, req("next"), &ready);
+  CHECK(ready.size() == 1);  // no rank counts as joined any more
+}
+
+TEST_CASE("a stall report does not count a joined rank as missing", "[coordinator][join]") {
+  Coordinator c(3);
+  c.join(1);
+  std::vector<RequestList> lists(3);
+  lists[0].pending_names = {"grad/a"};
+  lists[0].pending_age_ms = {5000};
+  int64_t oldest = 0;
+  const std::string report = c.stall_report(lists, 1000, &oldest);
+  CHECK(report.find("submitted by rank 0, missing on rank 2") != std::string::npos);
+  lists[2] = lists[0];
+  CHECK(c.stall_report(lists, 1000, &oldest).empty());
+}

@@ -24,6 +24,7 @@ TEST_CASE("request list round trip", "[messages]") {
   in.requests.push_back(routed);
   in.pending_names = {"a", "b"};
   in.pending_age_ms = {10, 20000};
+  in.joined = true;
   RequestList out;
   REQUIRE(decode(encode(in), &out).ok());
   REQUIRE(out.requests.size() == 4);
@@ -43,6 +44,10 @@ TEST_CASE("request list round trip", "[messages]") {
   CHECK(out.requests[3].shape == Shape{5, 4});
   CHECK(out.pending_names == in.pending_names);
   CHECK(out.pending_age_ms == in.pending_age_ms);
+  CHECK(out.joined);
+  in.joined = false;
+  REQUIRE(decode(encode(in), &out).ok());
+  CHECK(!out.joined);
 }
 
 TEST_CASE("response list round trip", "[messages]") {
@@ -65,6 +70,7 @@ TEST_CASE("response list round trip", "[messages]") {
   in.stall_warning = "stalled";
   in.abort = true;
   in.error = "rank 0 could not read";
+  in.join_last = 2;
   ResponseList out;
   REQUIRE(decode(encode(in), &out).ok());
   REQUIRE(out.responses.size() == 3);
@@ -78,6 +84,9 @@ TEST_CASE("response list round trip", "[messages]") {
   CHECK(out.responses[2].first_dims == std::vector<int64_t>{1, 0, 2, 2});
   CHECK(out.abort);
   CHECK(out.error == "rank 0 could not read");
+  CHECK(out.join_last == 2);
+  CHECK(decode(encode(ResponseList{}), &out).ok());
+  CHECK(out.join_last == -1);
 }
 
 TEST_CASE("every truncation of a message is rejected, not crashed on", "[messages]") {

@@ -1,9 +1,8 @@
 // TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
-// for allreduce, allgather, broadcast, reducescatter and alltoall. Each op hands its tensor to
-// ringscope under the name given by Python (derived from the TF op or
-// variable name, so traces show names the user recognises) and completes
-// TensorFlow's `done` from ringscope's callback, carrying any error message.
-// Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
+// for allreduce, allgather, broadcast, reducescatter, alltoall and join. Each op hands its tensor
+// to ringscope under the name given by Python (derived from the TF op or variable name, so traces
+// show names the user recognises) and completes TensorFlow's `done` from ringscope's callback,
+// carrying any error message. Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -249,6 +248,28 @@ class BroadcastOp : public RingscopeKernel {
   int root_ = 0;
 };
 
+// join(): waits, asynchronously, until every rank has joined; meanwhile the
+// runtime stands in for this rank's part of the others' collectives. The
+// output is the rank that joined last (Horovod's hvd.join()).
+class JoinOp : public tf::AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    tf::Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, tf::TensorShape({}), &out), done);
+    ringscope::Status s =
+        ringscope::join_async([ctx, out, done](const ringscope::Status& st, int last) {
+          if (!st.ok()) ctx->SetStatus(to_tf_status(st));
+          out->scalar<tf::int32>()() = last;
+          done();
+        });
+    if (!s.ok()) {
+      ctx->SetStatus(to_tf_status(s));
+      done();
+    }
+  }
+};
+
 // size_op(), rank_op(), ...: the topology as int32 scalars, for graphs that
 // need it as a tensor (as Horovod's size_op/rank_op).
 template <int (*Fn)()>
@@ -381,3 +402,12 @@ REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), Allga
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeReducescatter").Device(tf::DEVICE_CPU), ReducescatterOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeAlltoall").Device(tf::DEVICE_CPU), AlltoallOp);
+
+REGISTER_OP("RingscopeJoin")
+    .Output("last_joined_rank: int32")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      return tf::Status();
+    });
+REGISTER_KERNEL_BUILDER(Name("RingscopeJoin").Device(tf::DEVICE_CPU), JoinOp);

@@ -80,6 +80,9 @@ constexpr EventKindInfo kKinds[] = {
      "payload), value = received (the output's)"},
     {K::kAlltoallStep, "ALLTOALL_STEP", L::kRing, true,
      "alltoall exchange `step`: bytes sent to peer_send while receiving peer_recv's block"},
+    {K::kJoin, "JOIN", L::kUser, true,
+     "this rank called join() (its data ran out) until every rank had joined; meanwhile it "
+     "stood in for the others' collectives; value = the rank that joined last"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

@@ -194,6 +194,21 @@ Status alltoall_async(const std::string& name, DataType dtype, const Shape& shap
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                        int root_rank, DoneCallback done, Device device = Device::cpu());
 
+// Join (Horovod's hvd.join): this rank has no more tensors to submit, for
+// instance because its share of the data ran out before the others'. Until
+// every rank has joined it takes part in every op the others run, standing
+// in for an allreduce with the reduce op's identity (zeros for Sum and
+// Average, so an Average still divides by size(); +inf / -inf for Min /
+// Max), with no rows for an allgather, and as a receiver for a broadcast;
+// it may also still submit ops of its own. A reducescatter, an alltoall, a
+// GPU tensor, a broadcast whose root has joined, or an integer Min / Max
+// with a prescale factor cannot be stood in for: such an op fails on every
+// rank with an error naming the joined ranks. `done` runs
+// once every rank has joined, with the rank that joined last (the one the
+// others waited for). One join at a time per rank.
+using JoinCallback = std::function<void(const Status& status, int last_joined_rank)>;
+Status join_async(JoinCallback done);
+
 // Blocking wrappers: submit and wait for the callback.
 Status allreduce(const std::string& name, DataType dtype, const Shape& shape, const void* input,
                  void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0,
@@ -207,6 +222,9 @@ Status alltoall(const std::string& name, DataType dtype, const Shape& shape, con
                 Shape* output_shape, std::vector<int64_t>* received_splits);
 Status reducescatter(const std::string& name, DataType dtype, const Shape& shape, const void* input,
                      void* output, ReduceOp op, double prescale = 1.0, double postscale = 1.0);
+// Waits until every rank has joined; *last_joined_rank (if given) gets the
+// rank that joined last.
+Status join(int* last_joined_rank = nullptr);
 
 // Tracing (see docs/trace-schema.md). start_trace is collective: every rank
 // calls it; each writes <base>.rank<r>.sqlite. RINGSCOPE_TRACE=<base> starts

@@ -46,6 +46,7 @@ enum class EventKind : uint16_t {
   kReducescatter = 33,          // span: a whole reducescatter collective (aux = rows kept)
   kAlltoall = 34,               // span: a whole alltoall (bytes sent, value = bytes received)
   kAlltoallStep = 35,           // span: one pairwise exchange of an alltoall
+  kJoin = 36,                   // span: join() until every rank joined (value = last rank)
 };
 
 // Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted

@@ -31,7 +31,7 @@ enum class Lane : uint8_t {
   kCallback = 5,     // kCallback
   kSettings = 6,     // kSettings
   kAutotune = 7,     // kAutotuneTrial
-  kUser = 8,         // kStep
+  kUser = 8,         // kStep, kJoin
   kErrors = 9,       // kError, kStall, kDropped
   kOther = 15,       // kinds unknown to this build (written by a newer runtime)
 };

@@ -34,6 +34,7 @@ __all__ = [
     "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
+    "join",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -268,6 +269,18 @@ def broadcast(tensor, root_rank, name=None):
     """Returns ``tensor`` of rank ``root_rank`` on every rank."""
     return _ops.ringscope_broadcast(tf.convert_to_tensor(tensor), root_rank=int(root_rank),
                                     tensor_name=_auto_name("broadcast", name))
+
+
+def join():
+    """Horovod's ``hvd.join()``: this rank has no more data. Until every
+    rank has joined, it takes part in the collectives the others still run
+    (with zeros for an allreduce sum or average, the reduction's identity for
+    min and max, no rows for an allgather, as a receiver for a broadcast), so
+    ranks with uneven shares of the data finish the epoch without a stall.
+    Returns the rank that joined last, as an int32 scalar tensor. A
+    reducescatter, an alltoall, a GPU tensor or a broadcast from a joined
+    root fails on every rank with an error naming the joined ranks."""
+    return _ops.ringscope_join()
 
 
 def broadcast_variables(variables, root_rank):

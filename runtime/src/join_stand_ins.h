@@ -1,0 +1,42 @@
+// JoinStandIns: the entries a rank that has joined (Runtime::join) runs in
+// place of the tensors it never submitted, so that it takes part in every
+// collective its peers run. An allreduce stand-in holds the reduce op's
+// identity (zeros for Sum and Average, +inf / the largest value for Min,
+// -inf / the lowest for Max; chosen so that it still is one after the
+// prescale factor) and is reduced in place; an allgather stand-in
+// sends no rows; a broadcast stand-in receives. Every result is discarded.
+// The stand-ins of a cycle share one arena, grown only, so the steady
+// cycles of a joined rank allocate nothing; release() frees it when the
+// join ends.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "messages.h"
+#include "tensor_queue.h"
+
+namespace ringscope {
+
+class JoinStandIns {
+ public:
+  // Points every null entries[i] at a stand-in for responses[i]. The
+  // stand-ins of the previous call are gone (the last cycle has finished).
+  void fill(const std::vector<Response>& responses, std::vector<TensorEntry*>* entries);
+  void release();
+  size_t arena_bytes() const { return arena_.size(); }
+  // A cached response a joined rank stands in for from the cache's fast
+  // path: a host allreduce. (An allgather's cached dims 0 hold the joined
+  // rank's old rows; a broadcast's root may be the joined rank.)
+  static bool stands_in_cached(const Response& r) {
+    return r.kind == Response::Kind::kRun && r.tensor.op == OpType::kAllreduce &&
+           !r.tensor.on_device();
+  }
+
+ private:
+  static constexpr size_t kAlign = 64;
+  std::vector<uint8_t> arena_;
+  std::deque<TensorEntry> entries_;
+};
+
+}  // namespace ringscope

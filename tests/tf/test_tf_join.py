@@ -1,0 +1,55 @@
+"""hvd.join() under mpirun: ranks with uneven shares of the data (rank r has
+r + 2 batches) train with DistributedGradientTape until their data runs
+out and join; the others' allreduces and allgathers go on with the joined
+ranks standing in; join returns the last rank on every rank; broadcasting
+from it makes the weights identical, as Horovod's examples do after join."""
+
+import numpy as np
+import tensorflow as tf
+
+from harness import assert_close, finish, hvd, test
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+
+
+def batches(rank):
+    return rank + 2
+
+
+@test
+def allreduce_and_allgather_with_joined_ranks():
+    for step in range(batches(R)):
+        total = hvd.allreduce(tf.fill([5], float(R + 1)), op=hvd.Sum, name="join.sum")
+        active = [r for r in range(N) if batches(r) > step]
+        assert_close(total.numpy(), [sum(r + 1.0 for r in active)] * 5, tf.float32,
+                     f"sum at step {step}")
+        rows = hvd.allgather(tf.fill([R + 1, 2], R), name="join.rows")
+        assert rows.shape == (sum(r + 1 for r in active), 2), rows.shape
+    last = hvd.join()
+    assert int(last) == N - 1, f"join returned {int(last)}"
+
+
+@test
+def uneven_training_joins_then_broadcasts_from_the_last_rank():
+    tf.random.set_seed(0)
+    model = tf.keras.Sequential([tf.keras.Input(shape=(4,)), tf.keras.layers.Dense(3)])
+    opt = tf.keras.optimizers.SGD(0.1)
+    hvd.broadcast_variables(model.variables, root_rank=0)
+    rng = np.random.default_rng(R)
+    for _ in range(batches(R)):
+        x = tf.constant(rng.normal(size=(8, 4)), tf.float32)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x)))
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+    last = int(hvd.join())
+    assert last == N - 1, f"join returned {last}"
+    hvd.broadcast_variables(model.variables, root_rank=last)
+    for i, v in enumerate(model.variables):
+        every = hvd.allgather(tf.expand_dims(v, 0), name=f"join.check/{i}").numpy()
+        assert np.all(every == every[0]), f"variable {i} differs across ranks"
+
+
+finish()
