@@ -109,6 +109,19 @@ for name, title in (("idle_cost_np2.json", "np=2"), ("idle_cost_np4.json", "np=4
         print(f"| {m['mode']} | {m['cpu_percent']:.2f} | {m['switches_per_s']:.0f} | "
               f"{m['compute_ms']:.2f} ms | {m['compute_over_none']:.3f} |")
 
+for name, title in (("join_np2.json", "np=2"), ("join_np4.json", "np=4"),
+                    ("two_hosts_join_1+1.json", "two hosts, 1+1")):
+    d = load(name)
+    if not d:
+        continue
+    print(f"\n#### Join, {title}: steps of {d['tensors']} × {d['tensor_bytes'] // 1024} KiB, "
+          f"{d['gap_ms']:g} ms between steps ({d['blocks']} interleaved blocks per mode, medians)\n")
+    print("| mode | step of the ranks that train | vs all ranks (same block) | rank 0's runtime, % of a core |")
+    print("|---|---|---|---|")
+    for m in d["modes"]:
+        print(f"| {m['mode']} | {m['step_ms']:.3f} ms | {m['vs_all_ranks']:.3f} | "
+              f"{m['rank0_runtime_cpu_percent']:.1f} |")
+
 layouts = [(f, load(f.name)) for f in sorted(results.glob("shared_layout_*.json"))]
 if layouts:
     print("\n#### Shared-memory allreduce: result into the own region vs over what was read (2 processes)\n")

@@ -23,6 +23,9 @@ for np in 2 4; do
   $mpi -np $np build/bin/idle_cost_bench --json $out/idle_cost_np$np.json
 done
 for np in 2 4; do
+  $mpi -np $np build/bin/join_bench --json $out/join_np$np.json
+done
+for np in 2 4; do
   $mpi -np $np build/bin/reducescatter_bench --json $out/reducescatter_np$np.json
 done
 for np in 2 4; do
@@ -38,6 +41,7 @@ if [ $rc = 0 ]; then
   scripts/two-hosts.sh 1 1 build/bin/reducescatter_bench \
     --json $out/two_hosts_reducescatter_1+1.json
   scripts/two-hosts.sh 1 1 build/bin/alltoall_bench --json $out/two_hosts_alltoall_1+1.json
+  scripts/two-hosts.sh 1 1 build/bin/join_bench --json $out/two_hosts_join_1+1.json
 elif [ $rc = 77 ]; then
   echo "two hosts could not be made here: their benchmarks were skipped"
 else

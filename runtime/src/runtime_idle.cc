@@ -11,7 +11,11 @@
 namespace ringscope {
 
 void Runtime::wait_for_next_cycle() {
-  const bool idle = !has_work();
+  // Idle: nothing of its own pending (the longer idle period, woken by its
+  // own work). A joined rank is idle so, yet answers doorbells every
+  // kDoorbellPoll: its peers' every op needs it (runtime_join.cc).
+  const bool idle = pending_.empty();
+  const bool answers = has_work();
   auto period = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double, std::milli>(settings().cycle_time_ms));
   if (idle) period = std::max<SteadyClock::duration>(period, idle_period(idle_cycles_));
@@ -30,10 +34,11 @@ void Runtime::wait_for_next_cycle() {
     // and its own first submission wakes it anyway. It sleeps to the end of
     // its period instead of checking every kDoorbellPoll, which was most of
     // an idle runtime's wake-ups (docs/performance.md, nineteenth session).
-    if (doorbell_rang() && !idle) return;
+    if (doorbell_rang() && answers) return;
     const auto now = SteadyClock::now();
     if (now >= until) return;
-    const auto nap_until = idle ? until : std::min(until, now + doorbell_poll(now - last_agreed_));
+    const auto poll = idle ? kDoorbellPoll : doorbell_poll(now - last_agreed_);
+    const auto nap_until = answers ? std::min(until, now + poll) : until;
     auto r = queue_.wait(nap_until, /*wake_on_work=*/idle, std::min(kBurstQuiet, period));
     if (r == TensorQueue::WaitResult::kWork) {
       doorbell_owed_ = true;  // rung by agree() if a peer is late
