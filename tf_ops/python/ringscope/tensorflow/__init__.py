@@ -34,7 +34,7 @@ __all__ = [
     "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
-    "join",
+    "join", "SyncBatchNormalization",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -337,6 +337,7 @@ def ccl_built():
 # Imported last: these modules use the functions above at import time.
 from ringscope.tensorflow import gradients  # noqa: E402,F401  (registers the ops' gradients)
 from ringscope.tensorflow.functions import allgather_object, barrier, broadcast_object  # noqa: E402,F401
+from ringscope.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: E402,F401
 from ringscope.tensorflow import keras  # noqa: E402,F401
 from ringscope.tensorflow.keras import DistributedOptimizer  # noqa: E402,F401
 from ringscope.tensorflow.keras.callbacks import (  # noqa: E402,F401

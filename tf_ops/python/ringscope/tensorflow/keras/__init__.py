@@ -57,6 +57,7 @@ from ringscope.tensorflow.keras.callbacks import (  # noqa: F401
     StepMarkCallback,
 )
 from ringscope.tensorflow.keras.optimizer import DistributedOptimizer, load_model  # noqa: F401
+from ringscope.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: F401
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
