@@ -1,18 +1,20 @@
 // What a joined rank costs the ranks that still train. Rank 0's data "ran
 // out": it joins, and ranks 1..n-1 go on with steps of `tensors` allreduces
-// (Average, float32) that rank 0 stands in for. Three modes in alternating
+// (Sum, float32) that rank 0 stands in for. Four modes in alternating
 // blocks, on one runtime:
 //  - "all ranks": every rank submits its step (the reference);
 //  - "rank 0 joined": rank 0 has joined; its peers' steps stay on the
 //    response cache's fast path (the joined rank marks every cached
 //    allreduce ready);
-//  - "rank 0 joined, cache off": the same with the cache turned off, so
-//    every step goes through the coordinator: what a runtime that leaves
-//    the fast path while a rank is joined pays (Horovod's does).
+//  - "all ranks, cache off" and "rank 0 joined, cache off": the same with
+//    the cache turned off, so every step goes through the coordinator:
+//    what a runtime that leaves the fast path while a rank is joined pays
+//    (Horovod's does), against its own reference.
 // The training ranks sleep --gap-ms between steps (their forward and
 // backward passes, leaving the cores free). Per mode: the step time of the
 // ranks that train (the slowest; median over steps, then over blocks), its
-// ratio to "all ranks" in the same block, and the CPU rank 0's runtime
+// ratio to "all ranks" with the same cache setting in the same block, and
+// the CPU rank 0's runtime
 // takes (its threads but the main one, % of a core): with rank 0 joined,
 // what standing in costs a node whose other ranks still train. While
 // joined, rank 0's main thread only waits for the join and the others time
@@ -129,13 +131,15 @@ int main(int argc, char** argv) {
   std::vector<std::vector<float>> bufs(static_cast<size_t>(tensors),
                                        std::vector<float>(static_cast<size_t>(tensor_bytes / 4)));
   const float everyone = static_cast<float>(n * (n + 1) / 2);
-  const char* names[] = {"all ranks", "rank 0 joined", "rank 0 joined, cache off"};
-  ModeResult results[3];
+  constexpr int kModes = 4;
+  const char* names[kModes] = {"all ranks", "rank 0 joined", "all ranks, cache off",
+                               "rank 0 joined, cache off"};
+  ModeResult results[kModes];
   for (int b = 0; b < blocks; ++b) {
     double all_ms = 0;
-    for (int mode = 0; mode < 3; ++mode) {
-      const bool joined = mode > 0;
-      set_cache(*rt, mode != 2);
+    for (int mode = 0; mode < kModes; ++mode) {
+      const bool joined = mode % 2 == 1, cache = mode < 2;
+      set_cache(*rt, cache);
       std::promise<std::pair<Status, int>> join_done;
       if (joined && rank == 0) {
         Status s = rt->join([&join_done](const Status& st, int last) {
@@ -179,7 +183,7 @@ int main(int argc, char** argv) {
       // Rank 1 trains in every mode: its median is the mode's.
       double ms = times.empty() ? 0.0 : median(times);
       MPI_Bcast(&ms, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
-      if (mode == 0) all_ms = ms;
+      if (!joined) all_ms = ms;  // the reference of the next mode
       results[mode].step_ms.push_back(ms);
       results[mode].ratio.push_back(ms / all_ms);
     }
@@ -200,7 +204,7 @@ int main(int argc, char** argv) {
                        ",\"tensor_bytes\":" + std::to_string(tensor_bytes) +
                        ",\"blocks\":" + std::to_string(blocks) +
                        ",\"gap_ms\":" + std::to_string(gap_ms) + ",\"modes\":[";
-    for (int mode = 0; mode < 3; ++mode) {
+    for (int mode = 0; mode < kModes; ++mode) {
       const double ms = median(results[mode].step_ms), ratio = median(results[mode].ratio);
       const double cpu = median(results[mode].rank0_cpu_percent);
       std::printf("%-28s %12.3f %16.3f %22.1f\n", names[mode], ms, ratio, cpu);

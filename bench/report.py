@@ -116,7 +116,7 @@ for name, title in (("join_np2.json", "np=2"), ("join_np4.json", "np=4"),
         continue
     print(f"\n#### Join, {title}: steps of {d['tensors']} × {d['tensor_bytes'] // 1024} KiB, "
           f"{d['gap_ms']:g} ms between steps ({d['blocks']} interleaved blocks per mode, medians)\n")
-    print("| mode | step of the ranks that train | vs all ranks (same block) | rank 0's runtime, % of a core |")
+    print("| mode | step of the ranks that train | vs all ranks, same cache setting (same block) | rank 0's runtime, % of a core |")
     print("|---|---|---|---|")
     for m in d["modes"]:
         print(f"| {m['mode']} | {m['step_ms']:.3f} ms | {m['vs_all_ranks']:.3f} | "

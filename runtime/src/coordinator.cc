@@ -197,12 +197,6 @@ Response Coordinator::validate(const std::string& name,
   return resp;
 }
 
-namespace {
-bool is_integer(DataType t) {
-  return t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
-}
-}  // namespace
-
 bool Coordinator::refuse_stand_in(const std::string& name,
                                   const std::vector<std::optional<Request>>& reqs,
                                   Response* resp) const {
@@ -218,8 +212,7 @@ bool Coordinator::refuse_stand_in(const std::string& name,
     why = "a joined rank stands in only for host tensors (GPU tensors are not supported with join)";
   else if (first.op == OpType::kBroadcast && !reqs[first.root])
     why = "its root rank " + std::to_string(first.root) + " has joined and has no tensor to send";
-  else if ((first.reduce == ReduceOp::kMin || first.reduce == ReduceOp::kMax) &&
-           is_integer(first.dtype) && first.prescale != 1.0 && reduces(first.op))
+  else if (lacks_scaled_identity(first))
     why =
         "an integer min or max with a prescale factor has no value a stand-in could send "
         "(the scaled identity would overflow)";

@@ -3,7 +3,8 @@
 // collective its peers run. An allreduce stand-in holds the reduce op's
 // identity (zeros for Sum and Average, +inf / the largest value for Min,
 // -inf / the lowest for Max; chosen so that it still is one after the
-// prescale factor) and is reduced in place; an allgather stand-in
+// prescale factor): zeros are read from one shared buffer, other values
+// are filled in and reduced in place; an allgather stand-in
 // sends no rows; a broadcast stand-in receives. Every result is discarded.
 // The stand-ins of a cycle share one arena, grown only, so the steady
 // cycles of a joined rank allocate nothing; release() frees it when the
@@ -26,16 +27,18 @@ class JoinStandIns {
   void release();
   size_t arena_bytes() const { return arena_.size(); }
   // A cached response a joined rank stands in for from the cache's fast
-  // path: a host allreduce. (An allgather's cached dims 0 hold the joined
-  // rank's old rows; a broadcast's root may be the joined rank.)
+  // path: a host allreduce that has a scaled identity. (An allgather's
+  // cached dims 0 hold the joined rank's old rows; a broadcast's root may be
+  // the joined rank; the rest the coordinator refuses.)
   static bool stands_in_cached(const Response& r) {
     return r.kind == Response::Kind::kRun && r.tensor.op == OpType::kAllreduce &&
-           !r.tensor.on_device();
+           !r.tensor.on_device() && !lacks_scaled_identity(r.tensor);
   }
 
  private:
   static constexpr size_t kAlign = 64;
   std::vector<uint8_t> arena_;
+  std::vector<uint8_t> zeros_;  // the input of every zero stand-in (only read)
   std::deque<TensorEntry> entries_;
 };
 

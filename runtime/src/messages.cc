@@ -110,6 +110,13 @@ const char* op_type_name(OpType op) {
   return "?";
 }
 
+bool lacks_scaled_identity(const Request& r) {
+  const bool integer =
+      r.dtype == DataType::kUInt8 || r.dtype == DataType::kInt32 || r.dtype == DataType::kInt64;
+  return reduces(r.op) && (r.reduce == ReduceOp::kMin || r.reduce == ReduceOp::kMax) && integer &&
+         r.prescale != 1.0;
+}
+
 size_t Response::bytes() const {
   return static_cast<size_t>(num_elements(tensor.shape)) * dtype_size(tensor.dtype);
 }

@@ -47,7 +47,8 @@ bool Runtime::take_join() {
   }
   joined_ = true;
   Recorder* rec = recorder_.load();
-  join_start_ns_ = rec ? rec->now_ns() : 0;
+  join_start_ns_ = rec ? rec->now_ns() : -1;  // -1: not traced from its start
+  join_recorder_ = rec;
   log(3, "joined in cycle " + std::to_string(cycle_));
   return true;
 }
@@ -85,7 +86,11 @@ void Runtime::finish_join(const Status& status, int last_joined_rank) {
     std::lock_guard<std::mutex> lock(join_mu_);
     join_busy_ = false;  // the callback may join again
   }
-  if (Recorder* rec = recorder_.load()) {
+  // Recorded only into the trace that saw the join start: a trace started
+  // while joined gets no JOIN (a span from its start would say this rank
+  // joined before any step, and the replay cuts there).
+  Recorder* rec = recorder_.load();
+  if (rec && rec == join_recorder_ && join_start_ns_ >= 0) {
     TraceEvent ev = make_event(EventKind::kJoin, join_start_ns_, rec->now_ns(), cycle_);
     ev.value = last_joined_rank;
     rec->record(ev);

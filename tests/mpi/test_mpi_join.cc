@@ -78,7 +78,7 @@ std::string epoch(int epoch_index, const std::function<int(int)>& steps, int wan
 
 }  // namespace
 
-TEST_CASE("public API: ranks that run out of data join; the join resets for the next epoch",
+TEST_CASE("public API: ranks that run out of data join and the join resets for the next epoch",
           "[mpi][join]") {
   REQUIRE(ringscope::init(test_options()).ok());
   const int n = ringscope::size();

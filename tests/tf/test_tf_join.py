@@ -31,6 +31,17 @@ def allreduce_and_allgather_with_joined_ranks():
 
 
 @test
+def unnamed_eager_collectives_match_again_after_a_join():
+    # Uneven numbers of unnamed allreduces advance each rank's name counter
+    # differently; after the join they must match again.
+    for _ in range(batches(R)):
+        hvd.allreduce(tf.constant(1.0), op=hvd.Sum)
+    assert int(hvd.join()) == N - 1
+    total = hvd.allreduce(tf.constant(float(R)), op=hvd.Sum)  # unnamed, after the join
+    assert float(total) == sum(range(N)), float(total)
+
+
+@test
 def uneven_training_joins_then_broadcasts_from_the_last_rank():
     tf.random.set_seed(0)
     model = tf.keras.Sequential([tf.keras.Input(shape=(4,)), tf.keras.layers.Dense(3)])

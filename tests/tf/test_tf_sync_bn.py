@@ -82,7 +82,9 @@ def a_mask_weights_the_statistics_and_tf_function_works():
     sync, plain = layers()
     x = tf.constant(batch(R))
     mask = np.ones((R + 2, 4), bool)
-    mask[:, 3] = False  # the last position of every row is padding
+    mask[:, 3] = False  # the last position of every row is padding, NaN here
+    x = tf.tensor_scatter_nd_update(x, [[i, 3, c] for i in range(R + 2) for c in range(C)],
+                                    [np.nan] * ((R + 2) * C))
     step = tf.function(lambda v, m: sync(v, training=True, mask=m))
     got = step(x, tf.constant(mask)).numpy()
     kept = global_batch()[:, :3, :]
@@ -91,6 +93,33 @@ def a_mask_weights_the_statistics_and_tf_function_works():
     assert_close(sync.moving_variance.numpy(), plain.moving_variance.numpy(), tf.float32,
                  "masked variance")
     assert got.shape == x.shape
+    assert np.isfinite(got[:, :3]).all()
+
+
+@test
+def trains_with_fit_and_loads_from_a_saved_model():
+    import os
+    import tempfile
+
+    tf.keras.utils.set_random_seed(1)
+    model = tf.keras.Sequential([tf.keras.Input(shape=(4, C)), hvd.SyncBatchNormalization(),
+                                 tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)), loss="mse")
+    hvd.broadcast_variables(model.variables, root_rank=0)
+    x = batch(R, rows=16)
+    history = model.fit(x, np.zeros((16, 1), np.float32), batch_size=8, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    # Every rank saw the global statistics: the moving means agree.
+    bn = model.layers[0]
+    every = hvd.allgather(tf.expand_dims(bn.moving_mean, 0), name="bn.moving_means").numpy()
+    assert np.allclose(every, every[0], atol=1e-5), every
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, f"m{R}.keras")
+        model.save(path)
+        loaded = tf.keras.models.load_model(path)
+    assert type(loaded.layers[0]).__name__ == "SyncBatchNormalization"
+    assert_close(loaded.layers[0].moving_mean.numpy(), bn.moving_mean.numpy(), tf.float32,
+                 "loaded moving mean")
 
 
 finish()

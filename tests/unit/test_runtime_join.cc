@@ -123,7 +123,7 @@ TEST_CASE("a joined rank keeps its peers on the fast path for cached allreduces"
   CHECK(c0.fast_path_responses >= 21u);
 }
 
-TEST_CASE("allgather and broadcast with a joined rank; other ops fail naming it",
+TEST_CASE("allgather and broadcast with a joined rank and other ops failing with its name",
           "[runtime][join]") {
   const int n = 3;
   ThreadChecks checks;
@@ -342,6 +342,39 @@ TEST_CASE("min and max with a negative or zero prescale keep the identity of a j
                                                   std::to_string(want));
       }
     checks.expect(join_and_wait(rt, checks) >= 1, "join");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
+TEST_CASE("a cached integer min with a prescale is refused once a rank has joined",
+          "[runtime][join]") {
+  ThreadChecks checks;
+  std::promise<void> joined;
+  auto joined_f = joined.get_future().share();
+  run_runtimes(2, fast_options(), [&](int r, Runtime& rt) {
+    std::vector<int32_t> v(4, r + 1);
+    auto run_min = [&] {
+      return run_op(rt, allreduce_entry("imin", DataType::kInt32, {4}, v.data(), v.data(),
+                                        ReduceOp::kMin, 2.0, 1.0));
+    };
+    Status s = run_min();  // both ranks: "imin" is cached
+    checks.expect(s.ok() && v[0] == 2, "first imin: " + s.to_string());
+    if (r == 0) {
+      std::promise<int> last;
+      checks.expect(rt.join([&last](const Status&, int l) { last.set_value(l); }).ok(), "join");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the join is taken
+      joined.set_value();
+      checks.expect(last.get_future().get() == 1, "rank 1 joined last");
+      return;
+    }
+    joined_f.wait();
+    s = run_min();  // a cache hit: must not run with a stand-in that overflows
+    checks.expect(
+        !s.ok() &&
+            s.message().find("integer min or max with a prescale factor") != std::string::npos,
+        "cached imin with rank 0 joined: " + s.to_string() + " value " + std::to_string(v[0]));
+    checks.expect(join_and_wait(rt, checks) == 1, "rank 1 joined last");
   });
   INFO(checks.summary());
   REQUIRE(checks.ok());

@@ -279,8 +279,17 @@ def join():
     ranks with uneven shares of the data finish the epoch without a stall.
     Returns the rank that joined last, as an int32 scalar tensor. A
     reducescatter, an alltoall, a GPU tensor or a broadcast from a joined
-    root fails on every rank with an error naming the joined ranks."""
-    return _ops.ringscope_join()
+    root fails on every rank with an error naming the joined ranks.
+
+    Eagerly, the counters that name unnamed collectives restart when the
+    join returns: ranks that ran different numbers of batches would
+    otherwise name their next collectives differently and wait for each
+    other forever."""
+    last = _ops.ringscope_join()
+    if tf.executing_eagerly():
+        with _counter_lock:  # every rank passes here after the same join
+            _counters.clear()
+    return last
 
 
 def broadcast_variables(variables, root_rank):

@@ -4,11 +4,14 @@ global batch, every rank's batch together, instead of this rank's alone.
 Each call allreduces (Sum) one small tensor per layer, the per-channel sum,
 sum of squares and element count, so ranks may hold batches of different
 sizes; the allreduce's gradient carries the cross-rank terms back. At
-inference (and with one rank) it is the plain layer."""
+inference (and with one rank) it is the plain layer. Registered with Keras
+(package "ringscope"), so a saved model loads where ringscope.tensorflow is
+imported."""
 
 import tensorflow as tf
 
 
+@tf.keras.utils.register_keras_serializable(package="ringscope")
 class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
     """BatchNormalization over the global batch (every rank's, in training).
 
@@ -28,11 +31,13 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
             local_squares = tf.reduce_sum(tf.square(inputs), axis=axes)
             local_count = tf.fill(tf.shape(local_sum), count)
         else:
-            weights = tf.cast(tf.broadcast_to(tf.expand_dims(mask, -1), tf.shape(inputs)),
-                              inputs.dtype)
-            local_sum = tf.reduce_sum(inputs * weights, axis=axes)
-            local_squares = tf.reduce_sum(tf.square(inputs) * weights, axis=axes)
-            local_count = tf.reduce_sum(weights, axis=axes)
+            # As the plain layer: masked-out positions are dropped (not
+            # multiplied by 0, which would keep a NaN in padding).
+            keep = tf.cast(tf.broadcast_to(tf.expand_dims(mask, -1), tf.shape(inputs)), tf.bool)
+            kept = tf.where(keep, inputs, tf.zeros_like(inputs))
+            local_sum = tf.reduce_sum(kept, axis=axes)
+            local_squares = tf.reduce_sum(tf.square(kept), axis=axes)
+            local_count = tf.reduce_sum(tf.cast(keep, inputs.dtype), axis=axes)
         total = allreduce(tf.stack([local_sum, local_squares, local_count]), op=Sum)
         count = tf.maximum(total[2], tf.keras.backend.epsilon())
         mean = total[0] / count
