@@ -20,6 +20,14 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// MPI with the thread level the runtime needs; this rank and the world size.
+inline void init_mpi(int* argc, char*** argv, int* rank, int* size) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
 // The time of a collective is the slowest rank's.
 inline double max_over_ranks(double seconds) {
   double out = 0;

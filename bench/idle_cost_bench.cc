@@ -103,11 +103,8 @@ struct ModeResult {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, n = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  init_mpi(&argc, &argv, &rank, &n);
   std::string json_path;
   int blocks = 8, reps = 15;
   double idle_seconds = 0.5;

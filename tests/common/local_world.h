@@ -94,6 +94,23 @@ inline TensorEntry allreduce_entry(const std::string& name, DataType dtype, Shap
   return e;
 }
 
+// An int32 allgather of `in` (shape {rows, cols}) whose allocator sizes
+// *out and records the output shape in *out_shape.
+inline TensorEntry int32_allgather_entry(const std::string& name, const std::vector<int32_t>& in,
+                                         int64_t rows, int64_t cols, std::vector<int32_t>* out,
+                                         Shape* out_shape) {
+  TensorEntry e;
+  e.req =
+      Request{name, OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {rows, cols}};
+  e.input = in.data();
+  e.allocate = [out, out_shape](const Shape& s) -> void* {
+    *out_shape = s;
+    out->resize(static_cast<size_t>(num_elements(s)));
+    return out->data();
+  };
+  return e;
+}
+
 // Submits `names` (in the given order, as one burst) asynchronously as
 // in-place allreduces of bufs[i], waits for all; returns their statuses.
 inline std::vector<Status> allreduce_many(Runtime& rt, const std::vector<std::string>& names,

@@ -136,15 +136,7 @@ TEST_CASE("allgather and broadcast with a joined rank and other ops failing with
     std::vector<int32_t> in(static_cast<size_t>(r) * 2, r * 100);
     std::vector<int32_t> out;
     Shape out_shape;
-    TensorEntry e;
-    e.req = Request{"ag", OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {r, 2}};
-    e.input = in.data();
-    e.allocate = [&](const Shape& s) -> void* {
-      out_shape = s;
-      out.resize(static_cast<size_t>(num_elements(s)));
-      return out.data();
-    };
-    Status s = run_op(rt, std::move(e));
+    Status s = run_op(rt, int32_allgather_entry("ag", in, r, 2, &out, &out_shape));
     checks.expect(s.ok(), "allgather: " + s.to_string());
     checks.expect(out_shape == Shape{3, 2}, "allgather shape " + shape_string(out_shape));
     checks.expect(out == std::vector<int32_t>{100, 100, 200, 200, 200, 200}, "allgather values");

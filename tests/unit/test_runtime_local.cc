@@ -245,16 +245,7 @@ TEST_CASE("allgather with different first dimensions and broadcast", "[runtime]"
     for (size_t i = 0; i < in.size(); ++i) in[i] = r * 100 + static_cast<int32_t>(i);
     std::vector<int32_t> out;
     Shape out_shape;
-    TensorEntry e;
-    e.req =
-        Request{"ag", OpType::kAllgather, DataType::kInt32, ReduceOp::kSum, 0, 1, 1, {r + 1, 2}};
-    e.input = in.data();
-    e.allocate = [&](const Shape& s) -> void* {
-      out_shape = s;
-      out.resize(static_cast<size_t>(num_elements(s)));
-      return out.data();
-    };
-    Status s = run_op(rt, std::move(e));
+    Status s = run_op(rt, int32_allgather_entry("ag", in, r + 1, 2, &out, &out_shape));
     checks.expect(s.ok(), s.to_string());
     checks.expect(out_shape == Shape{6, 2}, "allgather shape " + shape_string(out_shape));
     size_t k = 0;
