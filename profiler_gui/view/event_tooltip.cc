@@ -89,6 +89,10 @@ void draw_event_tooltip(TimelineModel& model, const HoveredItem& item) {
     if (kind == EventKind::kSettings)
       row(setting_key_name(ev.peer_send).c_str(), std::to_string(ev.value));
     if (kind == EventKind::kStep) row("user step", std::to_string(ev.aux));
+    if (kind == EventKind::kJoin)
+      row("joined", ev.value >= 0
+                        ? "until every rank had; rank " + std::to_string(ev.value) + " joined last"
+                        : "the runtime stopped before every rank had");
   }
   readiness_rows(model, item.first);
   ImGui::TextDisabled("click to select; the collective is highlighted on every rank");

@@ -183,10 +183,20 @@ std::vector<std::string> write_synthetic_run(const std::string& base, const Synt
         record_collective(w, run, rank, cycle, seq * run.tensors_per_collective,
                           t + seq * 1'500'000, names[size_t(seq)], first);
       }
-      TraceEvent mark = make(EventKind::kStep, t + 4'500'000, 0);
-      mark.aux = cycle;
-      w.record(mark);
+      // A joined rank has no steps of its own: its data ran out.
+      if (rank != run.join_rank || cycle < run.cycles / 2) {
+        TraceEvent mark = make(EventKind::kStep, t + 4'500'000, 0);
+        mark.aux = cycle;
+        w.record(mark);
+      }
       if (cycle % 64 == 63) REQUIRE(w.flush().ok());  // long runs: stay within the buffer
+    }
+    if (rank == run.join_rank) {
+      // 1 ms after the cycle's SETTINGS mark, so the viewer does not fold the two.
+      const int64_t from = synthetic_cycle_start_ns(run.cycles / 2) + 1'000'000;
+      TraceEvent join = make(EventKind::kJoin, from, synthetic_cycle_start_ns(run.cycles) - from);
+      join.value = run.world_size - 1;
+      w.record(join);
     }
     if (rank == run.negative_span_on_rank) w.record(make(EventKind::kMemcpyIn, 500, -100, 0, 0));
     if (rank == run.orphan_step_on_rank)

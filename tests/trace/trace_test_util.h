@@ -33,6 +33,9 @@ struct SyntheticRun {
   int negative_span_on_rank = -1;    // this rank records a span ending before it starts
   int orphan_step_on_rank = -1;      // a ring step with an id no collective has
   int broadcast_kind_on_rank = -1;   // the first collective is a BROADCAST here
+  // This rank joins at the second half: no STEP marks there, a JOIN span
+  // over it (the last rank to join: world_size - 1).
+  int join_rank = -1;
 };
 
 // Local time of cycle c's start on rank r (before applying the offset).

@@ -344,3 +344,35 @@ TEST_CASE("alltoalls and their exchange steps are drawn in their own colours on 
     CHECK(count(b, kAllreduce) == 0);
   }
 }
+
+TEST_CASE("a JOIN span is drawn on the rank that joined and on no other", "[render][join]") {
+  test::TempDir dir;
+  test::SyntheticRun synthetic;
+  synthetic.world_size = 3;
+  synthetic.cycles = 6;
+  synthetic.join_rank = 0;
+  synthetic.offset_start_per_rank_ns = 0;
+  synthetic.offset_end_per_rank_ns = 0;
+  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
+  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
+  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --layout-out " +
+                             layout_path + " " + dir.file("run.sqlite"));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Image img = load_png(png);
+  const Layout layout = read_layout(layout_path);
+  REQUIRE(layout.bands.size() == 3);
+  constexpr std::array<int, 3> kJoin{120, 170, 70};
+  for (const Band& b : layout.bands) {
+    const int join_px = img.count_if(
+        layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1, [&](const uint8_t* p) {
+          return std::abs(p[0] - kJoin[0]) <= 2 && std::abs(p[1] - kJoin[1]) <= 2 &&
+                 std::abs(p[2] - kJoin[2]) <= 2;
+        });
+    INFO("rank " << b.rank << ": " << join_px << " px of the JOIN colour");
+    if (b.rank == 0)
+      CHECK(join_px > 500);
+    else
+      CHECK(join_px == 0);
+  }
+}
