@@ -43,6 +43,7 @@ TEST_CASE("every example query of docs/trace-schema.md runs and answers", "[trac
   test::SyntheticRun run;
   run.world_size = 4;
   run.alltoall_from_cycle = run.cycles - 2;  // for the alltoall query
+  run.join_rank = 0;                         // for the join query
   test::write_synthetic_run(dir.file("doc.sqlite"), run);
   const std::string merged = dir.file("doc.merged.sqlite");
   REQUIRE(merge_traces({dir.file("doc.sqlite")}, merged).ok());
