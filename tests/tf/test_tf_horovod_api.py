@@ -356,4 +356,27 @@ def load_model_wraps_the_saved_optimizer_and_keeps_its_state():
 hvd.barrier()
 if R == 0:
     shutil.rmtree(SHARED_DIR, ignore_errors=True)
+@test
+def partial_tape_keeps_the_gradients_of_local_layers_on_their_rank():
+    shared = tf.keras.layers.Dense(2, kernel_initializer="ones", use_bias=False)
+    local = tf.keras.layers.Dense(1, kernel_initializer="ones", use_bias=False)
+    x = tf.constant([[float(R + 1)] * 3])
+    for scale in (True, False):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(local(shared(x)))
+        tape = hvd.PartialDistributedGradientTape(tape, local_layers=local,
+                                                  scale_local_gradients=scale)
+        g_shared, g_local = tape.gradient(loss, [shared.kernel, local.kernel])
+        # d loss / d shared = R + 1 everywhere, averaged over ranks.
+        assert_close(g_shared.numpy(), np.full((3, 2), (N + 1) / 2), tf.float32, "shared")
+        # d loss / d local = the hidden activations 3 (R + 1), this rank's own.
+        want = 3.0 * (R + 1) / (N if scale else 1)
+        assert_close(g_local.numpy(), np.full((2, 1), want), tf.float32, f"local, scale={scale}")
+    try:
+        hvd.PartialDistributedGradientTape(tf.GradientTape(), local_layers=[shared.kernel])
+        raise AssertionError("a variable as a local layer was accepted")
+    except ValueError as e:
+        assert "Keras layers" in str(e), e
+
+
 finish()

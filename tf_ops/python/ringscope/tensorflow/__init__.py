@@ -20,7 +20,10 @@ import tensorflow as tf
 
 from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
 from ringscope.tensorflow.compression import Compression
-from ringscope.tensorflow.gradient_tape import DistributedGradientTape  # noqa: F401
+from ringscope.tensorflow.gradient_tape import (  # noqa: F401
+    DistributedGradientTape,
+    PartialDistributedGradientTape,
+)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
@@ -34,7 +37,7 @@ __all__ = [
     "LearningRateScheduleCallback", "mpi_built", "mpi_enabled", "mpi_threads_supported",
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
-    "join", "SyncBatchNormalization",
+    "join", "SyncBatchNormalization", "PartialDistributedGradientTape",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).

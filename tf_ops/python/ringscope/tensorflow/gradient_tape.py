@@ -1,6 +1,8 @@
 """DistributedGradientTape: a GradientTape whose gradients are averaged
-(allreduced) over all ranks, named after their variables; and the gradient
-reduction it shares with DistributedOptimizer (Horovod's arguments)."""
+(allreduced) over all ranks, named after their variables, except those of
+the variables registered as local (PartialDistributedGradientTape's
+local_layers); and the gradient reduction it shares with
+DistributedOptimizer (Horovod's arguments)."""
 
 import tensorflow as tf
 
@@ -63,17 +65,64 @@ class DistributedGradientTape(tf.GradientTape):
 
     def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
                  sparse_as_dense=False, op=None, gradient_predivide_factor=1.0, num_groups=0,
-                 groups=None, prescale_factor=1.0, postscale_factor=1.0):
+                 groups=None, prescale_factor=1.0, postscale_factor=1.0,
+                 scale_local_gradients=True):
         del device_dense, device_sparse
         self.__dict__.update(gradtape.__dict__)  # share the recorded tape
         self._ringscope_reduction = GradientReduction(
             op, compression, sparse_as_dense, gradient_predivide_factor, prescale_factor,
             postscale_factor, num_groups, groups)
+        self._ringscope_local = set()  # id() of the local sources (kept alive by their layers)
+        self._ringscope_scale_local = bool(scale_local_gradients)
+
+    def register_local_source(self, source):
+        """The gradient of ``source`` stays on this rank (not allreduced);
+        with scale_local_gradients it is divided by size(), as Horovod does,
+        so that it is on the scale of the averaged ones."""
+        self._ringscope_local.add(id(source))  # Keras 3 variables have no ref()
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):
+        from ringscope.tensorflow import size
+
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat_sources = tf.nest.flatten(sources)
         flat_grads = tf.nest.flatten(grads)
-        reduced = self._ringscope_reduction.reduce(flat_grads, flat_sources,
-                                                   prefix="DistributedGradientTape")
-        return tf.nest.pack_sequence_as(grads, reduced)
+        local = [id(s) in self._ringscope_local for s in flat_sources]
+        shared = [(g, s) for g, s, lo in zip(flat_grads, flat_sources, local) if not lo]
+        reduced = iter(self._ringscope_reduction.reduce(
+            [g for g, _ in shared], [s for _, s in shared], prefix="DistributedGradientTape"))
+        scale = 1.0 / size() if self._ringscope_scale_local else 1.0
+        out = []
+        for g, lo in zip(flat_grads, local):
+            if not lo:
+                out.append(next(reduced))
+            elif g is None or scale == 1.0:
+                out.append(g)
+            elif isinstance(g, tf.IndexedSlices):
+                out.append(tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape))
+            else:
+                out.append(g * scale)
+        return tf.nest.pack_sequence_as(grads, out)
+
+
+def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
+                                   compression=None, sparse_as_dense=False, op=None,
+                                   gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                                   local_layers=None, scale_local_gradients=True):
+    """Horovod's PartialDistributedGradientTape: a DistributedGradientTape
+    that leaves the gradients of ``local_layers`` (a Keras layer or a list
+    of them: an expert of a mixture, a rank's own head) on this rank,
+    divided by size() when scale_local_gradients is on."""
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, tf.keras.layers.Layer):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, tf.keras.layers.Layer) for layer in local_layers):
+        raise ValueError("local_layers must be Keras layers (tf.keras.layers.Layer)")
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
+                                   sparse_as_dense, op, gradient_predivide_factor, num_groups,
+                                   groups, scale_local_gradients=scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            tape.register_local_source(var)
+    return tape
