@@ -111,4 +111,23 @@ def python_tracing_records_variable_names_and_passes_check():
         assert str(STEPS * N) in steps or str(STEPS) in steps, steps
 
 
+
+@test
+def partial_distributed_optimizer_keeps_local_layers_on_their_rank():
+    keras.utils.set_random_seed(3)
+    shared = keras.layers.Dense(4, activation="tanh", name="shared")
+    head = keras.layers.Dense(1, name="local_head")
+    model = keras.Sequential([keras.Input((5,)), shared, head])
+    opt = hvd.keras.PartialDistributedOptimizer(keras.optimizers.SGD(0.05), local_layers=head)
+    model.compile(optimizer=opt, loss="mse")
+    hvd.broadcast_variables(model.variables, root_rank=0)
+    x = X[R * B:(R + 1) * B]
+    model.fit(x, Y[R * B:(R + 1) * B] * (R + 1), batch_size=B, epochs=3, verbose=0)
+    for layer, same in ((shared, True), (head, False)):
+        every = hvd.allgather(tf.expand_dims(layer.kernel, 0),
+                              name=f"partial/{layer.name}").numpy()
+        identical = all(np.allclose(every[0], e) for e in every[1:])
+        assert identical == same, f"{layer.name}: identical on every rank is {identical}"
+
+
 finish()

@@ -57,6 +57,40 @@ class GradientReduction:
         return out
 
 
+    def reduce_with_local(self, grads, variables, prefix, local_ids, scale_local):
+        """reduce() for the variables not in ``local_ids`` (their id()); the
+        local ones keep their own gradient, divided by size() when
+        ``scale_local`` (Horovod's scale_local_gradients)."""
+        from ringscope.tensorflow import size
+
+        local = [id(v) in local_ids for v in variables]
+        reduced = iter(self.reduce([g for g, lo in zip(grads, local) if not lo],
+                                   [v for v, lo in zip(variables, local) if not lo], prefix))
+        scale = 1.0 / size() if scale_local else 1.0
+        out = []
+        for g, lo in zip(grads, local):
+            if not lo:
+                out.append(next(reduced))
+            elif g is None or scale == 1.0:
+                out.append(g)
+            elif isinstance(g, tf.IndexedSlices):
+                out.append(tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape))
+            else:
+                out.append(g * scale)
+        return out
+
+
+def local_layer_variables(local_layers):
+    """The trainable variables of ``local_layers`` (a Keras layer or a list)."""
+    if local_layers is None:
+        return []
+    if isinstance(local_layers, tf.keras.layers.Layer):
+        local_layers = [local_layers]
+    if not all(isinstance(layer, tf.keras.layers.Layer) for layer in local_layers):
+        raise ValueError("local_layers must be Keras layers (tf.keras.layers.Layer)")
+    return [var for layer in local_layers for var in layer.trainable_weights]
+
+
 class DistributedGradientTape(tf.GradientTape):
     """Wraps ``tape``; ``gradient()`` returns gradients averaged over all ranks.
 
@@ -82,26 +116,10 @@ class DistributedGradientTape(tf.GradientTape):
         self._ringscope_local.add(id(source))  # Keras 3 variables have no ref()
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):
-        from ringscope.tensorflow import size
-
         grads = super().gradient(target, sources, output_gradients, **kwargs)
-        flat_sources = tf.nest.flatten(sources)
-        flat_grads = tf.nest.flatten(grads)
-        local = [id(s) in self._ringscope_local for s in flat_sources]
-        shared = [(g, s) for g, s, lo in zip(flat_grads, flat_sources, local) if not lo]
-        reduced = iter(self._ringscope_reduction.reduce(
-            [g for g, _ in shared], [s for _, s in shared], prefix="DistributedGradientTape"))
-        scale = 1.0 / size() if self._ringscope_scale_local else 1.0
-        out = []
-        for g, lo in zip(flat_grads, local):
-            if not lo:
-                out.append(next(reduced))
-            elif g is None or scale == 1.0:
-                out.append(g)
-            elif isinstance(g, tf.IndexedSlices):
-                out.append(tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape))
-            else:
-                out.append(g * scale)
+        out = self._ringscope_reduction.reduce_with_local(
+            tf.nest.flatten(grads), tf.nest.flatten(sources), "DistributedGradientTape",
+            self._ringscope_local, self._ringscope_scale_local)
         return tf.nest.pack_sequence_as(grads, out)
 
 
@@ -113,16 +131,10 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
     that leaves the gradients of ``local_layers`` (a Keras layer or a list
     of them: an expert of a mixture, a rank's own head) on this rank,
     divided by size() when scale_local_gradients is on."""
-    if local_layers is None:
-        local_layers = []
-    elif isinstance(local_layers, tf.keras.layers.Layer):
-        local_layers = [local_layers]
-    elif not all(isinstance(layer, tf.keras.layers.Layer) for layer in local_layers):
-        raise ValueError("local_layers must be Keras layers (tf.keras.layers.Layer)")
+    local_vars = local_layer_variables(local_layers)
     tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
                                    sparse_as_dense, op, gradient_predivide_factor, num_groups,
                                    groups, scale_local_gradients=scale_local_gradients)
-    for layer in local_layers:
-        for var in layer.trainable_weights:
-            tape.register_local_source(var)
+    for var in local_vars:
+        tape.register_local_source(var)
     return tape

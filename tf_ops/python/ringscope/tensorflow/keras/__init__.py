@@ -56,7 +56,11 @@ from ringscope.tensorflow.keras.callbacks import (  # noqa: F401
     MetricAverageCallback,
     StepMarkCallback,
 )
-from ringscope.tensorflow.keras.optimizer import DistributedOptimizer, load_model  # noqa: F401
+from ringscope.tensorflow.keras.optimizer import (  # noqa: F401
+    DistributedOptimizer,
+    PartialDistributedOptimizer,
+    load_model,
+)
 from ringscope.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: F401
 
 

@@ -5,7 +5,7 @@ import sys
 
 import keras
 
-from ringscope.tensorflow.gradient_tape import GradientReduction
+from ringscope.tensorflow.gradient_tape import GradientReduction, local_layer_variables
 
 _DISTRIBUTED = "_ringscope_distributed"
 
@@ -18,9 +18,11 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     """Returns an optimizer of the same class and configuration whose
     gradients are allreduced (averaged by default) before they are applied.
 
-    Arguments as Horovod's. device_dense, device_sparse, use_locking and
-    scale_local_gradients are accepted and change nothing (the ops run on
-    CPU; there are no TF1 locks or process sets); backward_passes_per_step
+    Arguments as Horovod's. device_dense, device_sparse and use_locking are
+    accepted and change nothing (the ops run on CPU; there are no TF1
+    locks); variables registered with ``register_local_var`` keep their own
+    gradient, divided by size() with scale_local_gradients (as Horovod's
+    PartialDistributedOptimizer); backward_passes_per_step
     must be 1: ringscope does not aggregate gradients locally between
     allreduces. The class keeps its name, so a model saved with it loads
     with the plain optimizer anywhere.
@@ -30,7 +32,6 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     (then compile() does not wrap it again, and the overflow check sees the
     reduced gradients, the same on every rank)."""
     del device_dense, device_sparse, use_locking, average_aggregated_gradients
-    del scale_local_gradients
     if backward_passes_per_step != 1:
         raise ValueError(
             f"ringscope: backward_passes_per_step={backward_passes_per_step!r} is not "
@@ -42,18 +43,36 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     prefix = name or "DistributedOptimizer"
     base = type(optimizer)
 
+    local_ids = set()  # id() of the variables registered as local
+
     class _DistributedOptimizer(base):
+        def register_local_var(self, var):
+            """``var``'s gradient stays on this rank (not allreduced)."""
+            local_ids.add(id(var))
+
         def apply(self, grads, trainable_variables=None):
             _refuse_inside_loss_scaler(self)
             variables = (trainable_variables if trainable_variables is not None
                          else self._trainable_variables)
-            grads = reduction.reduce(list(grads), list(variables), prefix)
+            grads = reduction.reduce_with_local(list(grads), list(variables), prefix, local_ids,
+                                                scale_local_gradients)
             return super().apply(grads, trainable_variables)
 
     setattr(_DistributedOptimizer, _DISTRIBUTED, True)
     for attr in ("__name__", "__qualname__", "__module__"):
         setattr(_DistributedOptimizer, attr, getattr(base, attr))
     return _DistributedOptimizer.from_config(optimizer.get_config())
+
+
+def PartialDistributedOptimizer(optimizer, name=None, local_layers=None, **kwargs):
+    """Horovod's PartialDistributedOptimizer: a DistributedOptimizer that
+    leaves the gradients of ``local_layers`` (a Keras layer or a list) on
+    their rank; the other arguments as DistributedOptimizer's."""
+    local_vars = local_layer_variables(local_layers)
+    distributed = DistributedOptimizer(optimizer, name=name, **kwargs)
+    for var in local_vars:
+        distributed.register_local_var(var)
+    return distributed
 
 
 def _refuse_inside_loss_scaler(optimizer):
