@@ -76,11 +76,11 @@ struct Image {
       for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) n += pred(at(x, y));
     return n;
   }
-  // Pixels of colour c in the rectangle.
-  int count(std::array<int, 3> c, float x0, float y0, float x1, float y1) const {
+  // Pixels of colour c (each channel within `tolerance`) in the rectangle.
+  int count(std::array<int, 3> c, float x0, float y0, float x1, float y1, int tolerance = 3) const {
     int n = 0;
     for (int y = std::max(0, int(y0)); y < std::min(h, int(y1)); ++y)
-      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) n += is(x, y, c);
+      for (int x = std::max(0, int(x0)); x < std::min(w, int(x1)); ++x) n += is(x, y, c, tolerance);
     return n;
   }
   // Bright pixels (text) in the rectangle.

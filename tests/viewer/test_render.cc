@@ -295,14 +295,8 @@ TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band",
     const std::array<int, 3> fold = over(kNegotiate, band_bg[r]);
     const std::array<int, 3> other = over(kNegotiate, band_bg[1 - r]);
     const float x0 = layout.timeline_rect[0] + 150, x1 = layout.timeline_rect[2];
-    const int here = img.count_if(x0, b.header_y1, x1, b.y1, [&](const uint8_t* p) {
-      return std::abs(p[0] - fold[0]) <= 2 && std::abs(p[1] - fold[1]) <= 2 &&
-             std::abs(p[2] - fold[2]) <= 2;
-    });
-    const int wrong = img.count_if(x0, b.header_y1, x1, b.y1, [&](const uint8_t* p) {
-      return std::abs(p[0] - other[0]) <= 1 && std::abs(p[1] - other[1]) <= 1 &&
-             std::abs(p[2] - other[2]) <= 1;
-    });
+    const int here = img.count(fold, x0, b.header_y1, x1, b.y1, 2);
+    const int wrong = img.count(other, x0, b.header_y1, x1, b.y1, 1);
     INFO("rank " << r << ": " << here << " px of the folded negotiate colour, " << wrong
                  << " of the other band's mix");
     CHECK(here > 200);
@@ -330,11 +324,8 @@ TEST_CASE("alltoalls and their exchange steps are drawn in their own colours on 
   const Layout layout = read_layout(layout_path);
   REQUIRE(layout.bands.size() == 3);
   auto count = [&](const Band& b, std::array<int, 3> colour) {
-    return img.count_if(layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1,
-                        [&](const uint8_t* p) {
-                          return std::abs(p[0] - colour[0]) <= 2 &&
-                                 std::abs(p[1] - colour[1]) <= 2 && std::abs(p[2] - colour[2]) <= 2;
-                        });
+    return img.count(colour, layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1,
+                     2);
   };
   constexpr std::array<int, 3> kAlltoall{140, 110, 230}, kAlltoallStep{186, 160, 250};
   for (const Band& b : layout.bands) {
@@ -364,11 +355,8 @@ TEST_CASE("a JOIN span is drawn on the rank that joined and on no other", "[rend
   REQUIRE(layout.bands.size() == 3);
   constexpr std::array<int, 3> kJoin{120, 170, 70};
   for (const Band& b : layout.bands) {
-    const int join_px = img.count_if(
-        layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1, [&](const uint8_t* p) {
-          return std::abs(p[0] - kJoin[0]) <= 2 && std::abs(p[1] - kJoin[1]) <= 2 &&
-                 std::abs(p[2] - kJoin[2]) <= 2;
-        });
+    const int join_px =
+        img.count(kJoin, layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1, 2);
     INFO("rank " << b.rank << ": " << join_px << " px of the JOIN colour");
     if (b.rank == 0)
       CHECK(join_px > 500);
