@@ -25,7 +25,6 @@ class JoinStandIns {
   // stand-ins of the previous call are gone (the last cycle has finished).
   void fill(const std::vector<Response>& responses, std::vector<TensorEntry*>* entries);
   void release();
-  size_t arena_bytes() const { return arena_.size(); }
   // A cached response a joined rank stands in for from the cache's fast
   // path: a host allreduce that has a scaled identity. (An allgather's
   // cached dims 0 hold the joined rank's old rows; a broadcast's root may be

@@ -28,12 +28,6 @@ inline bool reduces(OpType op) { return op == OpType::kAllreduce || op == OpType
 // Ops whose dim 0 may differ per rank (only the dimensions after it agree).
 inline bool varies_dim0(OpType op) { return op == OpType::kAllgather || op == OpType::kAlltoall; }
 
-struct Request;
-// An integer Min or Max with a prescale factor: no value a joined rank could
-// stand in with stays the identity once scaled (the scaled integer would
-// overflow), so join refuses it (coordinator.cc, join_stand_ins.h).
-bool lacks_scaled_identity(const Request& r);
-
 // One rank's wish to run a collective on a named tensor.
 struct Request {
   std::string name;
@@ -50,6 +44,11 @@ struct Request {
   std::vector<int64_t> splits = {};
   bool on_device() const { return device >= 0; }
 };
+
+// An integer Min or Max with a prescale factor: no value a joined rank could
+// stand in with stays the identity once scaled (the scaled integer would
+// overflow), so join refuses it (coordinator.cc, join_stand_ins.h).
+bool lacks_scaled_identity(const Request& r);
 
 // The coordinator's decision for one tensor; identical on every rank.
 struct Response {

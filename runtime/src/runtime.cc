@@ -310,11 +310,13 @@ Status Runtime::run_cycle(bool* stop) {
   const double timeout = cycle_wait_seconds(flags);
   // An idle rank (woken by a peer's doorbell or its cycle timer) naps soon,
   // leaving the cores to training; so does a joined rank with nothing of its
-  // own (its peers ring when they have work, and it answers: has_work()). A rank with work to run
-  // polls (and yields) for up to 1 ms before napping: a nap there adds its wake-up latency to every
-  // step, to the peers too (np=2, 50-tensor cycles on the cache fast path: 11-17 us, 23-48 us
-  // napping after 50 us). With more ranks on this node than cores it yields from the first poll and
-  // naps only after 5 ms: the rank it waits for may need this very core, and a
+  // own (its peers ring when they have work: runtime_idle.cc). A rank with
+  // work to run polls (and yields) for up to 1 ms before napping: a nap
+  // there adds its wake-up latency to every step, to the peers too (np=2,
+  // 50-tensor cycles on the cache fast path: 11-17 us, 23-48 us napping
+  // after 50 us). With more ranks on this node than cores it yields from
+  // the first poll and naps only after 5 ms: the rank it waits for may need
+  // this very core, and a
   // yield hands it over at once where a spin keeps it and a nap costs a
   // timer tick (np=4 on 2 cores, cache fast path: 35-58 us yielding after a
   // spin, 99-122 napping; see docs/design.md for the no-spin A/B).
@@ -350,8 +352,9 @@ Status Runtime::run_cycle(bool* stop) {
   // Where every rank has joined, each marked every cached allreduce: the
   // coordinator settles what is still pending (runtime_join.cc).
   const bool all_joined = !(flags & kFlagNotJoined);
-  if (all_joined) send_all_pending(to_coordinator);
-  if (!all_joined)
+  if (all_joined)
+    send_all_pending(to_coordinator);
+  else
     control.for_each_ready([&](uint32_t slot) {
       if (!cache_.occupied(slot)) return;
       if (fast_count == responses_.size()) responses_.emplace_back();

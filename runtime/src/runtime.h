@@ -277,8 +277,8 @@ class Runtime {
   // Background-thread state while this rank has joined.
   bool joined_ = false;
   JoinCallback join_done_;
-  int64_t join_start_ns_ = -1;         // recorder time at take_join; -1: untraced
-  Recorder* join_recorder_ = nullptr;  // the recorder of join_start_ns_
+  int64_t join_start_ns_ = 0;          // join_recorder_'s time at take_join
+  Recorder* join_recorder_ = nullptr;  // null: the join started untraced
   JoinStandIns stand_ins_;
   bool peers_joined_ = false;  // the last agreement said some rank has joined
   int32_t join_last_ = -1;     // the slow path's: every rank has joined, this one last

@@ -47,8 +47,8 @@ bool Runtime::take_join() {
   }
   joined_ = true;
   Recorder* rec = recorder_.load();
-  join_start_ns_ = rec ? rec->now_ns() : -1;  // -1: not traced from its start
-  join_recorder_ = rec;
+  join_start_ns_ = rec ? rec->now_ns() : 0;
+  join_recorder_ = rec;  // null: not traced from its start
   log(3, "joined in cycle " + std::to_string(cycle_));
   return true;
 }
@@ -78,7 +78,6 @@ int Runtime::coordinator_joins(const std::vector<RequestList>& lists) {
 void Runtime::finish_join(const Status& status, int last_joined_rank) {
   if (!joined_) return;
   joined_ = false;
-  peers_joined_ = false;
   stand_ins_.release();
   JoinCallback done = std::move(join_done_);
   join_done_ = nullptr;
@@ -90,7 +89,7 @@ void Runtime::finish_join(const Status& status, int last_joined_rank) {
   // while joined gets no JOIN (a span from its start would say this rank
   // joined before any step, and the replay cuts there).
   Recorder* rec = recorder_.load();
-  if (rec && rec == join_recorder_ && join_start_ns_ >= 0) {
+  if (rec && rec == join_recorder_) {
     TraceEvent ev = make_event(EventKind::kJoin, join_start_ns_, rec->now_ns(), cycle_);
     ev.value = last_joined_rank;
     rec->record(ev);
