@@ -36,6 +36,27 @@ bool same_point(const TuneSettings& a, const TuneSettings& b) {
   return (encode_settings(a) - encode_settings(b)).norm() < 1e-6;
 }
 
+// Of the measured settings the model sees as one point (the encoding clamps:
+// cycle 0 and 0.1 ms, or fusion 16 and 64 KiB, are one point), the settings
+// whose runs scored best on average: those are the ones to recommend.
+TuneSettings best_measured_at(const std::vector<Observation>& observations,
+                              const TuneSettings& point) {
+  std::vector<TuneSettings> settings;
+  std::vector<double> sum;
+  std::vector<int> count;
+  for (const Observation& o : observations) {
+    if (o.predicted || !same_point(o.settings, point)) continue;
+    const auto it = std::find(settings.begin(), settings.end(), o.settings);
+    const size_t i = static_cast<size_t>(it - settings.begin());
+    if (it == settings.end()) settings.push_back(o.settings), sum.push_back(0), count.push_back(0);
+    sum[i] += o.log_score, ++count[i];
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < settings.size(); ++i)
+    if (sum[i] / count[i] > sum[best] / count[best]) best = i;
+  return settings.empty() ? point : settings[best];
+}
+
 }  // namespace
 
 double Gain::percent() const { return 100.0 * std::expm1(log_gain); }
@@ -72,6 +93,7 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
   if (distinct.empty())
     return Status(StatusCode::kInvalidArgument,
                   "no measured trial: what-if predictions alone cannot drive the tuner");
+  for (TuneSettings& d : distinct) d = best_measured_at(observations, d);
   out->distinct_settings = static_cast<int>(distinct.size());
   GaussianProcess gp;
   Status s = gp.fit(x, y, noise, options.fit_hyperparameters && modelled.size() >= 3);

@@ -85,7 +85,18 @@ Status GaussianProcess::fit_fixed(const Eigen::MatrixXd& x, const Eigen::VectorX
   const double stddev = n > 1 ? std::sqrt((y.array() - mean).square().sum() / (n - 1)) : 0.0;
   report_ = GpFitReport{};
   report_.output_mean = mean;
-  report_.output_scale = n >= 3 && stddev > 1e-9 ? stddev : std::max(stddev, kPriorOutputScale);
+  // The scores' spread measures how throughput varies over the space only
+  // when they come from 3 or more settings: repeats of one or two settings
+  // measure run-to-run noise, and would make every untried setting look
+  // like no gain at all (the tuner would call it converged without exploring).
+  int distinct_inputs = 0;
+  for (int i = 0; i < n && distinct_inputs < 3; ++i) {
+    bool seen = false;
+    for (int j = 0; j < i && !seen; ++j) seen = (x.row(i) - x.row(j)).norm() < 1e-9;
+    if (!seen) ++distinct_inputs;
+  }
+  report_.output_scale =
+      distinct_inputs >= 3 && stddev > 1e-9 ? stddev : std::max(stddev, kPriorOutputScale);
   y_standard_ = (y.array() - mean) / report_.output_scale;
   noise_standard_ = noise_variance.array().max(0.0) / (report_.output_scale * report_.output_scale);
   hyper_ = hyper;

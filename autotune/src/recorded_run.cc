@@ -164,8 +164,9 @@ void negotiation_by_cycle(const RankEvents& ev,
 // model, and from there on the ranks' step numbers no longer match: every
 // rank is cut to the steps before that join. joins[i]: rank i's join steps
 // (the STEP marks before each of its JOINs). Ranks that all join after the
-// same steps (a join at the end of every epoch) are left whole.
-void cut_at_uneven_join(const std::vector<std::vector<int64_t>>& joins, RecordedRun* run) {
+// same steps (a join at the end of every epoch) are left whole. Returns the
+// step cut at, or -1 when nothing was cut.
+int64_t cut_at_uneven_join(const std::vector<std::vector<int64_t>>& joins, RecordedRun* run) {
   size_t rounds = 0;
   for (const auto& j : joins) rounds = std::max(rounds, j.size());
   int64_t cut = -1;
@@ -180,7 +181,7 @@ void cut_at_uneven_join(const std::vector<std::vector<int64_t>>& joins, Recorded
         who = run->ranks[i].rank;
       }
   }
-  if (cut < 0) return;
+  if (cut < 0) return -1;
   for (RecordedRank& r : run->ranks) {
     r.tensors.erase(std::remove_if(r.tensors.begin(), r.tensors.end(),
                                    [cut](const RecordedTensor& t) { return t.step >= cut; }),
@@ -192,6 +193,7 @@ void cut_at_uneven_join(const std::vector<std::vector<int64_t>>& joins, Recorded
   run->notes.push_back("rank " + std::to_string(who) + " joined after " + std::to_string(cut) +
                        " step(s), before other ranks (its data ran out); the replay covers the "
                        "steps before that join, where every rank submitted its own tensors");
+  return cut;
 }
 
 // Submissions, steps and mark gaps of one rank.
@@ -252,6 +254,7 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
 
   std::map<int64_t, CalibrationSamples::Negotiation> negotiation;
   std::vector<std::vector<int64_t>> join_steps;
+  bool joined_without_marks = false;
   for (const RankInfo& info : reader.ranks()) {
     RankEvents ev;
     Status s = scan_rank(reader, info.rank, &ev);
@@ -268,10 +271,27 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
     const std::vector<int64_t>& marks = out->ranks.back().marks;
     std::sort(ev.join_starts.begin(), ev.join_starts.end());
     join_steps.emplace_back();
+    joined_without_marks = joined_without_marks || (!ev.join_starts.empty() && marks.empty());
     for (int64_t t : ev.join_starts)
       join_steps.back().push_back(std::upper_bound(marks.begin(), marks.end(), t) - marks.begin());
   }
-  cut_at_uneven_join(join_steps, out);
+  const int64_t cut = cut_at_uneven_join(join_steps, out);
+  if (cut == 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "trace '" + source +
+                      "': a rank joined (its data ran out) before its first STEP mark while "
+                      "others went on: the what-if replay has no step where every rank "
+                      "submitted its own tensors");
+  if (joined_without_marks)
+    out->notes.push_back(
+        "a rank joined (its data ran out) but the trace has no STEP marks to tell after which "
+        "step: the replay cannot cut the run there, and its peers' later tensors, which the "
+        "joined rank stood in for, stay unfinished in it (record with mark_step)");
+  // Score the part that is replayed: after the cut the peers ran with a
+  // joined rank standing in, a different workload from the replayed one.
+  ScoreOptions score_options = options;
+  if (cut > 0 && !out->ranks.front().marks.empty())
+    score_options.end_ns = out->ranks.front().marks.back();
   for (const auto& [cycle, n] : negotiation) out->samples.negotiations.push_back(n);
   // Before "auto" existed, "ring" meant ringscope's choice: a trace from then
   // has shared-memory or recursive-doubling spans, which a forced ring never
@@ -283,7 +303,7 @@ Status load_recorded_run(const TraceReader& reader, const std::string& source,
                          std::to_string(out->world_size) +
                          " ranks; the replay negotiates among those present");
 
-  Status s = score_trace(reader, source, options, &out->score);
+  Status s = score_trace(reader, source, score_options, &out->score);
   if (!s.ok()) return s;
   out->settings = out->score.settings;
   for (const std::string& note : out->score.notes) out->notes.push_back(note);

@@ -17,17 +17,22 @@ bool is_allreduce(uint16_t kind) {
          kind == static_cast<uint16_t>(EventKind::kNcclAllreduce);
 }
 
-// Settings at the start of the trace: the meta keys the runtime writes, else defaults.
-TuneSettings settings_from_meta(const TraceReader& reader, bool* found) {
+// Settings at the start of the trace: the meta keys the runtime writes, else
+// defaults. `capacity`: meta cache_capacity, 0 when absent.
+TuneSettings settings_from_meta(const TraceReader& reader, bool* found, int64_t* capacity) {
   TuneSettings s = default_settings();
   *found = false;
+  *capacity = 0;
   try {
     std::string v = reader.meta_value("fusion_threshold_bytes");
     if (!v.empty()) s.fusion_threshold_bytes = std::stoll(v), *found = true;
     v = reader.meta_value("cycle_time_ms");
     if (!v.empty()) s.cycle_time_ms = std::stod(v), *found = true;
     v = reader.meta_value("cache_capacity");
-    if (!v.empty()) s.cache_enabled = std::stoll(v) > 0, *found = true;
+    if (!v.empty()) {
+      *capacity = std::max<int64_t>(std::stoll(v), 0);
+      s.cache_enabled = *capacity > 0, *found = true;
+    }
   } catch (const std::exception&) {  // malformed meta: keep what parsed
   }
   return s;
@@ -177,6 +182,8 @@ Status score_trace(const TraceReader& reader, const std::string& source,
   std::sort(ends.begin(), ends.end(),
             [](const CollectiveEnd& a, const CollectiveEnd& b) { return a.end_ns < b.end_ns; });
   std::sort(marks.begin(), marks.end());
+  std::erase_if(ends, [&](const CollectiveEnd& e) { return e.end_ns > options.end_ns; });
+  std::erase_if(marks, [&](int64_t t) { return t > options.end_ns; });
   out->collectives = static_cast<int64_t>(ends.size());
   for (const CollectiveEnd& e : ends) out->total_bytes += e.bytes;
   if (ends.empty())
@@ -197,7 +204,7 @@ Status score_trace(const TraceReader& reader, const std::string& source,
 
   // Settings in force at each window's start; keep the most common settings.
   bool meta_found = false;
-  const TuneSettings initial = settings_from_meta(reader, &meta_found);
+  const TuneSettings initial = settings_from_meta(reader, &meta_found, &out->cache_capacity);
   std::vector<SettingChange> changes;
   s = reader.settings(&changes);
   if (!s.ok()) return s;

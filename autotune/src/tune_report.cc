@@ -2,6 +2,7 @@
 // the JSON summary of a tuning step.
 #include "ringscope/autotune/tune_report.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -161,6 +162,12 @@ Status make_settings_file(const std::vector<TraceScore>& trials, const Suggestio
   out->fusion_threshold_bytes = chosen.fusion_threshold_bytes;
   out->cycle_time_ms = chosen.cycle_time_ms;
   out->cache_enabled = chosen.cache_enabled;
+  // The cache's capacity is not tuned: keep the largest the trials ran with,
+  // so a model with more tensors than the default holds still fits the next run.
+  int64_t capacity = 0;
+  for (const TraceScore& t : trials) capacity = std::max(capacity, t.cache_capacity);
+  if (chosen.cache_enabled && capacity > 0 && capacity != kDefaultCacheCapacity)
+    out->cache_capacity = std::min(capacity, kMaxCacheCapacity);
   nlohmann::json provenance = {
       {"tool", "ringscope tune"},
       {"created", utc_timestamp()},
@@ -171,13 +178,13 @@ Status make_settings_file(const std::vector<TraceScore>& trials, const Suggestio
       {"expected_gain_vs_default", gain_json(best ? s.recommended_vs_default : s.gain_vs_default)},
       {"traces", trials_json(trials)},
       {"suggestion", suggestion_json(s)}};
-  out->provenance_json = provenance.dump();
+  out->provenance_json = provenance.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return Status::OK();
 }
 
 std::string tune_summary_json(const std::vector<TraceScore>& trials, const Suggestion& s) {
   return nlohmann::json{{"trials", trials_json(trials)}, {"suggestion", suggestion_json(s)}}.dump(
-      2);
+      2, ' ', false, nlohmann::json::error_handler_t::replace);  // a path that is not UTF-8
 }
 
 }  // namespace ringscope::autotune

@@ -173,7 +173,7 @@ std::string what_if_json(const WhatIfReport& report) {
   j["predictions"] = rows;
   j["not_predicted"] = report.predictions.size() - report.predicted();
   j["notes"] = report.run.notes;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // non-UTF-8 paths
 }
 
 }  // namespace ringscope::autotune

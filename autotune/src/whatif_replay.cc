@@ -23,6 +23,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "coordinator.h"
 #include "cycle_timing.h"
@@ -217,8 +219,15 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   // Cycles in a row with nothing pending on any rank (idle_period).
   int64_t idle_cycles = 0;
 
-  // A cache switched on for a run recorded without one gets the runtime's default capacity.
-  const size_t capacity = static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024);
+  // A cache switched on for a run recorded without one gets the runtime's
+  // default capacity. A capacity above the run's distinct names never evicts,
+  // so the replay uses that many slots (its per-cycle bit vectors stay small).
+  std::unordered_set<std::string_view> names;
+  for (const SimRank& r : ranks)
+    for (const RecordedTensor& t : r.rec->tensors) names.insert(t.name);
+  const size_t capacity =
+      std::min<size_t>(static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024),
+                       std::max<size_t>(names.size(), 1));
   const bool cache_on = settings.cache_enabled;
   ResponseCache cache(cache_on ? capacity : 0);
   Coordinator coordinator(n);

@@ -93,7 +93,9 @@ Status write_config_json(const std::string& path, const std::string& load_error,
     return Status(StatusCode::kIoError, std::string("not saved: the ") + what +
                                             " on disk could not be read (" + load_error +
                                             "), and writing would replace it");
-  return write_file_atomically(path, doc.dump(2) + "\n");
+  // A recent file's path that is not UTF-8 is kept with U+FFFD (dump would throw).
+  return write_file_atomically(
+      path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace ringscope::view

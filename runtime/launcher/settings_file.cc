@@ -113,7 +113,7 @@ Status parse_settings_json(const std::string& text, const std::string& source, S
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     return corrupt(source, std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) return corrupt(source, "expected a JSON object at the top level");
@@ -171,7 +171,14 @@ Status format_settings_json(const SettingsFile& settings, std::string* text) {
                {"version", kSettingsFileVersion},
                {"settings", body},
                {"provenance", provenance}};
-  *text = root.dump(2) + "\n";
+  // A path that is not UTF-8 (in the provenance) is written with U+FFFD.
+  std::string formatted = root.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  // Never write what the reader would refuse (a capacity with the cache off,
+  // a value out of range): the next run would fail on it.
+  SettingsFile check;
+  if (Status s = parse_settings_json(formatted, "(to be written)", &check); !s.ok())
+    return Status(StatusCode::kInvalidArgument, "refusing to write settings: " + s.message());
+  *text = std::move(formatted);
   return Status::OK();
 }
 

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <utility>
@@ -41,7 +42,10 @@ Status parse_double(const std::string& var, const std::string& text, double lo, 
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+  // ERANGE also marks an underflow ("1e-320"): a tiny number, not an error.
+  const bool underflow = errno == ERANGE && std::fabs(v) <= DBL_MIN;
+  if (text.empty() || (errno != 0 && !underflow) || *end != '\0' || !std::isfinite(v) || v < lo ||
+      v > hi) {
     return Status(StatusCode::kInvalidArgument,
                   var + "='" + text + "' is invalid: expected a number in [" + format_number(lo) +
                       ", " + format_number(hi) + "]");

@@ -65,7 +65,9 @@ void Runtime::write_autotune_output() {
   file.fusion_threshold_bytes = s.fusion_threshold_bytes;
   file.cycle_time_ms = s.cycle_time_ms;
   file.cache_enabled = s.cache_enabled;
-  if (options_.cache_capacity != kDefaultCacheCapacity && options_.cache_capacity > 0)
+  // A capacity goes with the cache on only (the reader refuses one with it off).
+  if (s.cache_enabled && options_.cache_capacity != kDefaultCacheCapacity &&
+      options_.cache_capacity > 0)
     file.cache_capacity = options_.cache_capacity;
   file.provenance_json = tuner_->provenance_json();
   tuner_.reset();  // shutdown() may run twice (api shutdown, then the destructor)

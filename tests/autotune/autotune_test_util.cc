@@ -26,13 +26,14 @@ std::vector<std::string> write_generated_run(const std::string& base, const Gene
     const std::string path = per_rank_trace_path(base, rank);
     TraceWriter writer;
     const TuneSettings& s = run.settings;
-    REQUIRE(writer
-                .open(path, rank, run.world_size,
-                      {{"run_id", run.run_id},
-                       {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
-                       {"cycle_time_ms", std::to_string(s.cycle_time_ms)},
-                       {"cache_capacity", s.cache_enabled ? "1024" : "0"}})
-                .ok());
+    REQUIRE(
+        writer
+            .open(path, rank, run.world_size,
+                  {{"run_id", run.run_id},
+                   {"fusion_threshold_bytes", std::to_string(s.fusion_threshold_bytes)},
+                   {"cycle_time_ms", std::to_string(s.cycle_time_ms)},
+                   {"cache_capacity", s.cache_enabled ? std::to_string(run.cache_capacity) : "0"}})
+            .ok());
     writer.set_clock_offset_start(0, 1000, 0);
     if (run.record_settings) {
       const std::pair<SettingKey, int64_t> values[] = {

@@ -28,6 +28,7 @@ struct GeneratedRun {
   bool mark_steps = true;
   bool record_settings = true;  // SETTINGS events (else only meta keys)
   TuneSettings settings;
+  int64_t cache_capacity = 1024;  // meta cache_capacity when the cache is on
   std::string run_id = "generated-run";
 };
 

@@ -138,3 +138,32 @@ TEST_CASE("suggest_next rejects bad input", "[loop]") {
   CHECK(suggest_next({{default_settings(), NAN, 0}}, TunerOptions{}, &s).code() ==
         ringscope::StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("repeats of one setting do not make the tuner call it converged", "[loop]") {
+  // Three baseline runs at the defaults within 1% of each other: that spread
+  // is run-to-run noise and says nothing about how much settings matter.
+  const TuneSettings d = default_settings();
+  std::vector<Observation> observations;
+  for (double gain : {1.00, 1.01, 0.99}) observations.push_back({d, std::log(1e9 * gain), 1e-5});
+  Suggestion s;
+  REQUIRE(suggest_next(observations, TunerOptions{}, &s).ok());
+  CHECK_FALSE(s.converged);
+  CHECK_FALSE(s.next == d);
+  CHECK(s.model.output_scale >= 0.26);  // the prior scale, about ln 1.3
+}
+
+TEST_CASE("settings the model sees as one point: the better measured one is recommended",
+          "[loop]") {
+  // Cycle times 0 and 0.1 ms both encode to the bottom of the range.
+  const TuneSettings slow{0, 0.0, true}, fast{0, 0.1, true};
+  REQUIRE((encode_settings(slow) - encode_settings(fast)).norm() < 1e-9);
+  for (bool fast_first : {false, true}) {
+    std::vector<Observation> observations = {{slow, std::log(0.5e9), 1e-4},
+                                             {fast, std::log(2e9), 1e-4}};
+    if (fast_first) std::swap(observations[0], observations[1]);
+    Suggestion s;
+    REQUIRE(suggest_next(observations, TunerOptions{}, &s).ok());
+    CHECK(s.best_observed == fast);
+    CHECK(s.distinct_settings == 1);
+  }
+}

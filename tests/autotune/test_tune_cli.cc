@@ -22,7 +22,8 @@ namespace {
 const std::string kTune = RINGSCOPE_TUNE_BIN;
 
 // Three runs whose throughput grows with the fusion threshold.
-void write_three_runs(const TempDir& dir) {
+void write_three_runs(const TempDir& dir, int64_t cache_capacity = 1024,
+                      const std::string& subdir = "") {
   const TuneSettings settings[] = {{0, 50, true}, {1 << 20, 5, true}, {32 << 20, 1, true}};
   const int64_t step_ns[] = {40'000'000, 20'000'000, 12'000'000};
   for (int i = 0; i < 3; ++i) {
@@ -32,7 +33,8 @@ void write_three_runs(const TempDir& dir) {
     run.jitter_fraction = 0.05;
     run.seed = i + 1;
     run.run_id = "run-" + std::to_string(i);
-    write_generated_run(dir.file("trial" + std::to_string(i) + ".sqlite"), run);
+    run.cache_capacity = cache_capacity;
+    write_generated_run(dir.file(subdir + "trial" + std::to_string(i) + ".sqlite"), run);
   }
 }
 
@@ -164,4 +166,22 @@ TEST_CASE("settings file round trip keeps the pick and its provenance", "[settin
   CHECK(provenance["traces"][0]["trace"] == "runs/a.sqlite");
   CHECK(provenance["exploratory"] == true);
   CHECK(provenance["expected_gain_vs_default"].contains("percent"));
+}
+
+TEST_CASE("tune --write keeps the trials' cache capacity and survives non-UTF-8 paths", "[cli]") {
+  TempDir dir;
+  const std::string sub = "caf\xe4/";  // Latin-1: not valid UTF-8
+  REQUIRE(run_command("mkdir '" + dir.file(sub) + "'", nullptr) == 0);
+  write_three_runs(dir, 4096, sub);
+  const std::string out_file = dir.file("next.json");
+  std::string output;
+  REQUIRE(run_command(kTune + " '" + dir.file(sub) + "' --pick best --write " + out_file +
+                          " --json " + dir.file("summary.json"),
+                      &output) == 0);
+  INFO(output);
+  SettingsFile file;
+  REQUIRE(read_settings_file(out_file, &file).ok());
+  REQUIRE(file.cache_enabled);
+  CHECK(file.cache_capacity == 4096);
+  CHECK(file.effective_cache_capacity() == 4096);
 }

@@ -332,3 +332,53 @@ TEST_CASE("replay of a run where every rank joined after the same steps is not c
   for (const RecordedRank& r : run.ranks) CHECK(r.tensors.size() == 16);
   for (const std::string& note : run.notes) CHECK_THAT(note, !Catch::Contains("joined"));
 }
+
+TEST_CASE("a run cut at a join is scored over the steps the replay covers", "[whatif]") {
+  // Rank 1 runs out of data after 10 steps of 1 ms and joins; rank 0 runs
+  // 20 more steps of 0.5 ms with rank 1 standing in. The replay covers the
+  // first 10 steps, so the recorded score it is anchored to must too.
+  TempDir dir;
+  TraceBuilder b(dir.file("j.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 30; ++step) {
+    const int64_t step_ns = step < 10 ? kMs : kMs / 2;
+    for (int rank = 0; rank < 2; ++rank) {
+      b.allreduce(rank, step + 1, t + 30 * kUs, 10 * kUs, kUs, 4096);
+      if (rank == 1 && step >= 10) continue;
+      b.enqueue(rank, t + 10 * kUs, "a", 4096);
+      b.mark(rank, t + 100 * kUs, step);
+    }
+    t += step_ns;
+  }
+  b.add(1, EventKind::kJoin, 10 * kMs + 200 * kUs, t).value = 1;
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("j.sqlite")}, ScoreOptions{}, &run);
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  CHECK(run.score.median_step_ms == Approx(1.0).epsilon(0.01));
+  for (const ScoreWindow& w : run.score.windows) CHECK(w.end_ns <= 11 * kMs + 100 * kUs);
+}
+
+TEST_CASE("a join before the first step is a clear error naming the trace", "[whatif]") {
+  TempDir dir;
+  TraceBuilder b(dir.file("j0.sqlite"), 2, TuneSettings{});
+  int64_t t = kMs;
+  for (int step = 0; step < 10; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.allreduce(rank, step + 1, t + 30 * kUs, 10 * kUs, kUs, 4096);
+      if (rank == 1) continue;
+      b.enqueue(rank, t + 10 * kUs, "a", 4096);
+      b.mark(rank, t + 100 * kUs, step);
+    }
+    t += kMs;
+  }
+  b.enqueue(1, 100 * kUs, "a", 4096);  // one tensor, then it joins
+  b.add(1, EventKind::kJoin, 200 * kUs, t).value = 1;
+  b.close(t + kMs);
+  RecordedRun run;
+  const Status loaded = load_recorded_run_files({dir.file("j0.sqlite")}, ScoreOptions{}, &run);
+  CHECK(loaded.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(loaded.message(), Catch::Contains("j0.sqlite"));
+  CHECK_THAT(loaded.message(), Catch::Contains("before its first STEP mark"));
+}

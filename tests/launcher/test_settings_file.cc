@@ -174,3 +174,27 @@ TEST_CASE("settings file: write then read gives the same settings", "[settings_f
   std::string text;
   CHECK(ringscope::format_settings_json(written, &text).code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("settings file: a number too large for a double is an error, not a crash",
+          "[settings_file]") {
+  std::string m = error_for(file_with(R"("fusion_threshold_bytes":0,"cycle_time_ms":1e400,)"
+                                      R"("cache_enabled":true)"),
+                            StatusCode::kCorrupt);
+  CHECK(contains(m, "not valid JSON"));
+  error_for(file_with(kGoodBody, R"(,"provenance":{"x":1e999})"), StatusCode::kCorrupt);
+}
+
+TEST_CASE("settings file: the writer refuses what the reader would refuse", "[settings_file]") {
+  SettingsFile s;
+  s.fusion_threshold_bytes = 0;
+  s.cycle_time_ms = 1;
+  s.cache_enabled = false;
+  s.cache_capacity = 4096;  // a capacity with the cache off: the reader refuses it
+  std::string text;
+  Status st = ringscope::format_settings_json(s, &text);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(st.message(), "cache_enabled is false"));
+  CHECK(text.empty());
+  s.cache_capacity.reset();
+  CHECK(ringscope::format_settings_json(s, &text).ok());
+}

@@ -246,3 +246,11 @@ TEST_CASE("autotune variables are read, and off by default", "[config]") {
   CHECK(o.autotune.max_trials == 30);
   CHECK(o.autotune.output_path == "runs/tuned.json");
 }
+
+TEST_CASE("a cycle time too small for a normal double is read as that tiny number", "[config]") {
+  // A settings file may hold 1e-320; strtod flags the underflow with ERANGE.
+  Options o;
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_CYCLE_TIME", "1e-320"}}), &o).ok());
+  CHECK(o.settings.cycle_time_ms < 1e-300);
+  CHECK_FALSE(options_from_env(env_of({{"RINGSCOPE_CYCLE_TIME", "1e400"}}), &o).ok());
+}

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct ScoreOptions {
   int steps_per_window = 1;        // STEP marks per window
   int collectives_per_window = 0;  // no STEP marks: 0 = about 12 windows
   int min_windows = 3;             // fewer windows left: an error
+  // Only what ends by then is scored (rank 0's clock): the what-if replay
+  // scores a run cut at an uneven join up to the cut.
+  int64_t end_ns = std::numeric_limits<int64_t>::max();
   // Set and true: score_trace stops scanning and returns kShutdown (a
   // viewer quitting while a large trace is scored). Not owned.
   const std::atomic<bool>* cancel = nullptr;
@@ -37,6 +41,7 @@ struct TraceScore {
   std::string run_id;
   TuneSettings settings;
   std::string settings_origin;       // "SETTINGS events" or "meta"
+  int64_t cache_capacity = 0;        // meta cache_capacity (entries), 0 when absent
   bool step_windows = false;         // windows of STEP marks (else of collectives)
   std::vector<ScoreWindow> windows;  // scored windows (after warm-up)
   int64_t collectives = 0;           // allreduce collectives seen on the scored rank
