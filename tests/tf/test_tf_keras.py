@@ -5,6 +5,7 @@ tracing from Python gives a trace whose tensors carry the variable names and
 that passes `ringscope-trace check`."""
 
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -81,14 +82,64 @@ def callbacks_broadcast_average_and_warm_up():
 
 
 @test
-def python_tracing_records_variable_names_and_passes_check():
+def broadcast_callback_when_only_rank_0_built_the_model():
+    # Horovod's resume pattern: rank 0 loads (a built model), the others
+    # build a fresh one that is not built until its first batch. Deciding
+    # alone, rank 0 would broadcast at the start of training and wait forever.
+    keras.utils.set_random_seed(11 + R)
+    model = keras.Sequential([keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
+    if R == 0:
+        model(tf.zeros([1, 5]))
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
+    for i, w in enumerate(model.get_weights()):
+        every = hvd.allgather(tf.constant(w[None]), name=f"probe.built.{i}").numpy()
+        for r in range(1, N):
+            assert_close(every[r], every[0], tf.float32, f"weight {i} on rank {r}")
+
+
+def shared_temp_dir(name):
+    """A directory made by rank 0, its path broadcast to every rank."""
     raw = np.zeros(256, np.uint8)
     if R == 0:
         path = tempfile.mkdtemp(prefix="rs-tf-trace-").encode()
         raw[: len(path)] = np.frombuffer(path, np.uint8)
-    raw = hvd.broadcast(tf.constant(raw), 0, name="probe.dir").numpy()
-    base_dir = bytes(raw[raw != 0]).decode()
-    base = os.path.join(base_dir, "keras.sqlite")
+    raw = hvd.broadcast(tf.constant(raw), 0, name=name).numpy()
+    return bytes(raw[raw != 0]).decode()
+
+
+@test
+def an_eager_group_is_submitted_together():
+    # Eagerly each op waits for its result, so ops submitted one by one never
+    # overlap: the last of a group would be submitted after the first one
+    # completed, in every call. Submitted together, they overlap in (nearly)
+    # every call.
+    base = os.path.join(shared_temp_dir("probe.dir.eager"), "eager.sqlite")
+    hvd.start_trace(base)
+    for call in range(20):
+        hvd.grouped_allreduce([tf.ones([256]) * i for i in range(5)], op=hvd.Sum,
+                              name=f"together.{call}")
+    hvd.stop_trace()
+    trace = sqlite3.connect(base.replace(".sqlite", f".rank{R}.sqlite"))
+    overlapped = 0
+    for call in range(20):
+        (last_enqueue,) = trace.execute(
+            "SELECT max(e.start_ns) FROM events e JOIN strings s ON s.id = e.name_id "
+            "WHERE e.kind = 2 AND s.text LIKE ?", (f"together.{call}/%",)).fetchone()
+        (first_done,) = trace.execute(
+            "SELECT min(c.start_ns + c.dur_ns) FROM events c WHERE c.kind = 18 AND c.cycle IN "
+            "(SELECT e.cycle FROM events e JOIN strings s ON s.id = e.name_id "
+            "WHERE e.kind = 3 AND s.text LIKE ?)", (f"together.{call}/%",)).fetchone()
+        overlapped += last_enqueue is not None and first_done is not None and \
+            last_enqueue < first_done
+    assert overlapped >= 10, f"{overlapped} of 20 eager groups were submitted together"
+
+
+@test
+def python_tracing_records_variable_names_and_passes_check():
+    base = os.path.join(shared_temp_dir("probe.dir"), "keras.sqlite")
     hvd.start_trace(base)
     model = make_model()
     model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")

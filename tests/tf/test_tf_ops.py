@@ -130,6 +130,55 @@ def inside_tf_function_with_shapes():
 
 
 @test
+def collectives_in_a_tf_function_are_not_chained():
+    # TensorFlow chains stateful ops without resource inputs in program
+    # order, so each allreduce would wait for the previous one to complete
+    # and nothing would fuse; the collectives are not stateful (as Horovod's).
+    f = tf.function(lambda xs: hvd.grouped_allreduce(xs, op=hvd.Sum))
+    graph = f.get_concrete_function([tf.TensorSpec([4])] * 8).graph
+    ops = [o for o in graph.get_operations() if o.type == "RingscopeAllreduce"]
+    assert len(ops) == 8, [o.type for o in graph.get_operations()]
+    chained = [(o.name, c.name) for o in ops for c in o.control_inputs]
+    assert not chained, chained
+    outs = f([tf.ones([4]) * (R + i) for i in range(8)])
+    for i, out in enumerate(outs):
+        assert_close(out.numpy(), np.full(4, sum(r + i for r in range(N))), tf.float32,
+                     f"grouped allreduce {i} in a tf.function")
+
+
+@test
+def a_constant_allreduced_in_a_tf_function():
+    # Not stateful: TensorFlow may fold it; every rank folds alike.
+    @tf.function
+    def f():
+        return hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum, name="constant_in_function")
+
+    for _ in range(2):
+        assert_close(f().numpy(), [N, 2.0 * N], tf.float32, "constant allreduced")
+
+
+@test
+def eager_groups_and_tapes_with_unnamed_and_changing_shapes():
+    # Eagerly a group runs as one cached tf.function; an unnamed group
+    # reuses one name per kind, also when the shapes change.
+    for step in range(3):
+        xs = [tf.ones([step + 1 + i]) * (R + i) for i in range(4)]
+        for i, out in enumerate(hvd.grouped_allreduce(xs, op=hvd.Sum)):
+            assert_close(out.numpy(), np.full(step + 1 + i, sum(r + i for r in range(N))),
+                         tf.float32, f"eager group step {step} tensor {i}")
+        gathered = hvd.grouped_allgather([tf.fill([R + 1, 2], float(R)), tf.ones([1])])
+        assert gathered[0].shape == (N * (N + 1) // 2, 2) and gathered[1].shape == (N,)
+    w = [tf.Variable([1.0, 2.0]), tf.Variable([[3.0]]), tf.Variable([0.0])]
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w[0] * float(R + 1)) + tf.reduce_sum(w[1]) * float(R)
+    grads = hvd.DistributedGradientTape(tape).gradient(loss, w)
+    mean = np.mean([r + 1.0 for r in range(N)])
+    assert_close(grads[0].numpy(), [mean, mean], tf.float32, "tape gradient 0")
+    assert_close(grads[1].numpy(), [[np.mean(range(N))]], tf.float32, "tape gradient 1")
+    assert grads[2] is None  # not in the loss: stays None
+
+
+@test
 def grouped_sparse_and_compressed():
     outs = hvd.grouped_allreduce([tf.ones([4]) * R, tf.ones([2, 2])], op=hvd.Sum, name="group")
     assert_close(outs[0].numpy(), np.full(4, sum(range(N))), tf.float32, "grouped")

@@ -45,6 +45,8 @@ Sum, Average, Min, Max = 0, 1, 2, 3
 
 _counter_lock = threading.Lock()
 _counters = {}
+_together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
+_TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
 
 
 def init():
@@ -162,6 +164,34 @@ def _auto_name(kind, name):
     return f"{kind}.{n}"
 
 
+def _submit_together(cache, key, build, tensors):
+    """``build(tensors)`` -> the collectives' outputs, with names fixed by
+    ``key``. Inside a tf.function the ops are submitted as soon as their
+    inputs are ready and the runtime fuses them. Eagerly each op would wait
+    for the previous one to complete (a cycle each, nothing fused), so they
+    run in one tf.function, kept in ``cache`` under ``key`` (traced again
+    only for new shapes or dtypes)."""
+    if not tf.executing_eagerly() or len(tensors) < 2:
+        return build(tensors)
+    with _counter_lock:
+        fn = cache.get(key)
+        if fn is None:
+            if len(cache) >= _TOGETHER_CACHE_SIZE:  # names that change every call
+                del cache[next(iter(cache))]
+            fn = cache[key] = tf.function(build, autograph=False, reduce_retracing=True)
+    return fn(list(tensors))
+
+
+def _group_base(kind, name):
+    """The base name of a grouped call. Eagerly an unnamed group reuses one
+    name per kind, as Horovod's eager ops do: each call completes before it
+    returns, and the name (and its cached tf.function) stays the same from
+    step to step. Calls from several threads at once need names."""
+    if name or not tf.executing_eagerly():
+        return _auto_name(kind, name)
+    return f"{kind}.eager"
+
+
 def _reduce_op(op, average):
     if op is not None and average is not None:
         raise ValueError("give either op or the deprecated average, not both")
@@ -202,14 +232,17 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
 def grouped_allreduce(tensors, average=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, name=None):
     """Allreduces a list of tensors; they are submitted together, so the
-    runtime fuses them."""
-    base = _auto_name("grouped_allreduce", name)
-    return [
-        allreduce(t, average=average, compression=compression, op=op,
-                  prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                  name=f"{base}/{i}" if base else None)
-        for i, t in enumerate(tensors)
-    ]
+    runtime fuses them (eagerly too: see _submit_together)."""
+    base = _group_base("grouped_allreduce", name)
+
+    def build(ts):
+        return [allreduce(t, average=average, compression=compression, op=op,
+                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                          name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
+
+    key = ("grouped_allreduce", base, average, compression, op, float(prescale_factor),
+           float(postscale_factor))
+    return _submit_together(_together_fns, key, build, list(tensors))
 
 
 def allgather(tensor, name=None):
@@ -220,9 +253,13 @@ def allgather(tensor, name=None):
 
 def grouped_allgather(tensors, name=None):
     """Allgathers each tensor of a list (each one's dim 0 may differ per
-    rank); in a tf.function they run concurrently."""
-    base = _auto_name("grouped_allgather", name)
-    return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(tensors)]
+    rank); they are submitted together (eagerly too)."""
+    base = _group_base("grouped_allgather", name)
+
+    def build(ts):
+        return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
+
+    return _submit_together(_together_fns, ("grouped_allgather", base), build, list(tensors))
 
 
 def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -243,12 +280,18 @@ def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_fac
 
 def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
                           postscale_factor=1.0, compression=Compression.none):
-    """reducescatter of each tensor of a list; in a tf.function they run
-    concurrently."""
-    base = _auto_name("grouped_reducescatter", name)
-    return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
-                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                          compression=compression) for i, t in enumerate(tensors)]
+    """reducescatter of each tensor of a list; they are submitted together
+    (eagerly too)."""
+    base = _group_base("grouped_reducescatter", name)
+
+    def build(ts):
+        return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
+                              prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                              compression=compression) for i, t in enumerate(ts)]
+
+    key = ("grouped_reducescatter", base, op, float(prescale_factor), float(postscale_factor),
+           compression)
+    return _submit_together(_together_fns, key, build, list(tensors))
 
 
 def alltoall(tensor, splits=None, name=None):
@@ -296,10 +339,21 @@ def join():
 
 
 def broadcast_variables(variables, root_rank):
-    """Assigns every variable the value it has on ``root_rank``."""
-    for i, var in enumerate(variables):
-        label = getattr(var, "path", None) or getattr(var, "name", "var")
-        var.assign(broadcast(var, root_rank, name=f"broadcast_variables/{i}/{label}"))
+    """Assigns every variable the value it has on ``root_rank``; the
+    broadcasts are submitted together (eagerly too)."""
+    variables = list(variables)
+    names = tuple(f"broadcast_variables/{i}/"
+                  f"{getattr(var, 'path', None) or getattr(var, 'name', 'var')}"
+                  for i, var in enumerate(variables))
+    root = int(root_rank)
+
+    def build(values):
+        return [broadcast(v, root, name=n) for v, n in zip(values, names)]
+
+    values = _submit_together(_together_fns, ("broadcast_variables", root, names), build,
+                              [tf.convert_to_tensor(var) for var in variables])
+    for var, value in zip(variables, values):
+        var.assign(value)
 
 
 # What this build can do, under Horovod's names: MPI always (with

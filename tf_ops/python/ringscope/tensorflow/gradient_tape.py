@@ -39,22 +39,31 @@ class GradientReduction:
         if groups is not None and not isinstance(groups, (int, list, tuple)):
             raise ValueError(f"groups must be an int or a list of variable lists, got {groups!r}")
         self.scales = (float(prescale_factor), float(postscale_factor))
+        self._eager_fns = {}  # eager reductions: one tf.function per set of names
 
     def reduce(self, grads, variables, prefix):
-        from ringscope.tensorflow import allreduce
+        """The allreduced gradients (None stays None), submitted together:
+        in a tf.function by TensorFlow, eagerly through one tf.function of
+        all of them, so the runtime fuses them either way."""
+        from ringscope.tensorflow import _submit_together, allreduce
 
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size
-        out = []
-        for i, (g, v) in enumerate(zip(grads, variables)):
-            if g is None:
-                out.append(None)
-                continue
-            if self.sparse_as_dense and isinstance(g, tf.IndexedSlices):
-                g = tf.convert_to_tensor(g)
-            out.append(allreduce(g, op=self.op, compression=self.compression, prescale_factor=pre,
-                                 postscale_factor=post, name=f"{prefix}/{_variable_label(v, i)}"))
-        return out
+        present = [(g, f"{prefix}/{_variable_label(v, i)}")
+                   for i, (g, v) in enumerate(zip(grads, variables)) if g is not None]
+        names = tuple(n for _, n in present)
+
+        def build(gs):
+            out = []
+            for g, name in zip(gs, names):
+                if self.sparse_as_dense and isinstance(g, tf.IndexedSlices):
+                    g = tf.convert_to_tensor(g)
+                out.append(allreduce(g, op=self.op, compression=self.compression,
+                                     prescale_factor=pre, postscale_factor=post, name=name))
+            return out
+
+        reduced = iter(_submit_together(self._eager_fns, names, build, [g for g, _ in present]))
+        return [None if g is None else next(reduced) for g in grads]
 
 
     def reduce_with_local(self, grads, variables, prefix, local_ids, scale_local):

@@ -57,8 +57,17 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         broadcast_variables([v for v in variables if not self._is_local(v)], self.root_rank)
 
     def on_train_begin(self, logs=None):
-        # The same decision on every rank: the model is built by the same code.
-        if not self._done and self.model.built:
+        # Broadcast now only if the model is built on every rank: a model
+        # loaded on rank 0 only (Horovod's resume pattern) is built there and
+        # not elsewhere, and a broadcast on some ranks alone would wait
+        # forever. Otherwise the broadcast after the first batch does it.
+        from ringscope.tensorflow import Min, allreduce
+
+        if self._done:
+            return
+        built = allreduce(tf.constant(int(bool(self.model.built)), tf.int32), op=Min,
+                          name="BroadcastGlobalVariablesCallback/built")
+        if int(built.numpy()):
             self._broadcast(self.model.variables)
 
     def on_train_batch_end(self, batch, logs=None):
