@@ -129,7 +129,15 @@ TEST_CASE("corrupt and foreign files are rejected with clear errors", "[trace][c
     const std::string path = valid_trace(dir, "view.sqlite");
     sql_exec(path,
              "DROP VIEW events_v; DROP TABLE events; CREATE VIEW events AS SELECT 1 AS rank;");
-    expect_rejected(path, "missing table events");
+    expect_rejected(path, "events is a view, not a table");
+  }
+  SECTION("a view posing as lane_stats, with a query that never ends") {
+    const std::string path = valid_trace(dir, "stats_view.sqlite");
+    sql_exec(path,
+             "DROP TABLE lane_stats; CREATE VIEW lane_stats AS WITH RECURSIVE c(x) AS "
+             "(SELECT 0 UNION ALL SELECT x + 1 FROM c) SELECT 0 AS rank, 0 AS lane, "
+             "1 AS event_count, 1 AS max_dur_ns FROM c;");
+    expect_rejected(path, "lane_stats is a view, not a table");
   }
 }
 
@@ -145,6 +153,34 @@ TEST_CASE("a damaged lane_stats count does not make lane_columns allocate it", "
   REQUIRE(reader.lane_columns(0, Lane::kCycle, &columns).ok());
   CHECK(columns.size() == 30);
   CHECK(columns.memory_bytes() < (size_t{1} << 30));
+}
+
+TEST_CASE("a duration near INT64_MAX saturates instead of overflowing", "[trace][corrupt]") {
+  test::TempDir dir;
+  const std::string path = valid_trace(dir, "long.sqlite");
+  sql_exec(path,
+           "UPDATE events SET dur_ns = 9223372036854775807 WHERE lane = 0 AND start_ns = "
+           "(SELECT max(start_ns) FROM events WHERE lane = 0);"
+           "UPDATE lane_stats SET max_dur_ns = 9223372036854775807;");
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  int events = 0;
+  REQUIRE(reader
+              .scan_events(0,
+                           [&](const StoredEvent& e) {
+                             CHECK(e.event.end_ns >= e.event.start_ns);
+                             ++events;
+                             return true;
+                           })
+              .ok());
+  CHECK(events > 30);
+  LaneColumns columns;
+  REQUIRE(reader.lane_columns(0, Lane::kCycle, &columns).ok());
+  REQUIRE(columns.size() == 30);
+  for (size_t i = 0; i < columns.size(); ++i) CHECK(columns.end_ns(i) >= columns.start_ns[i]);
+  std::vector<StoredEvent> window;
+  REQUIRE(reader.events_in_window(0, Lane::kCycle, INT64_MIN / 4, INT64_MAX / 4, &window).ok());
+  CHECK(window.size() == 30);
 }
 
 TEST_CASE("randomly damaged traces never crash the reader", "[trace][corrupt]") {

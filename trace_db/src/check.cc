@@ -59,10 +59,11 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
     const TraceEvent& e = stored.event;
     const CollectiveKey key{e.cycle, e.seq_index};
     if (e.end_ns < e.start_ns)
-      reporter->violation("span-order",
-                          "rank " + std::to_string(rank) + ": " + event_kind_name(e.kind) + " at " +
-                              std::to_string(e.start_ns) + " ns ends " +
-                              std::to_string(e.start_ns - e.end_ns) + " ns before it starts");
+      reporter->violation("span-order", "rank " + std::to_string(rank) + ": " +
+                                            event_kind_name(e.kind) + " at " +
+                                            std::to_string(e.start_ns) + " ns ends " +
+                                            std::to_string(saturating_sub(e.start_ns, e.end_ns)) +
+                                            " ns before it starts");
     if (stored.lane == Lane::kCollective) {
       if (e.cycle < 0 || e.seq_index < 0) {
         reporter->violation("sequence-id", "rank " + std::to_string(rank) + ": " +

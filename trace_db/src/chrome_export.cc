@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "ringscope/trace_tools.h"
 
@@ -63,6 +64,39 @@ void write_args(std::string& b, const TraceEvent& e) {
   b += '}';
 }
 
+// Spans ("X" events) on one Chrome thread must nest: Perfetto drops one that
+// overlaps another without containing it or being contained. A lane's spans
+// (NEGOTIATE spans of tensors enqueued at different times and decided in
+// different cycles; device spans beside host ones) can overlap that way, so
+// each goes to the first of the lane's tracks where it nests, a new track
+// when none fits. Spans come in start order.
+class NestingTracks {
+ public:
+  // The lane's track for a span [start, end]; *fresh when it is new.
+  int place(int64_t start, int64_t end, bool* fresh) {
+    *fresh = false;
+    for (size_t k = 0; k < open_ends_.size(); ++k) {
+      std::vector<int64_t>& ends = open_ends_[k];
+      while (!ends.empty() && ends.back() <= start) ends.pop_back();
+      if (ends.empty() || ends.back() >= end) {
+        ends.push_back(end);
+        return static_cast<int>(k);
+      }
+    }
+    open_ends_.push_back({end});
+    *fresh = true;
+    return static_cast<int>(open_ends_.size() - 1);
+  }
+
+ private:
+  std::vector<std::vector<int64_t>>
+      open_ends_;  // per track: ends of the open spans, innermost last
+};
+
+// Chrome thread id of a lane's track: the lane itself for the first, so the
+// common case reads as before; lanes are < kLaneCount.
+int track_tid(Lane lane, int track) { return static_cast<int>(lane) + kLaneCount * track; }
+
 }  // namespace
 
 Status export_chrome_trace(const TraceReader& reader, const std::string& out_path,
@@ -97,18 +131,31 @@ Status export_chrome_trace(const TraceReader& reader, const std::string& out_pat
          ",\"args\":{\"sort_index\":" + std::to_string(rank.rank) + "}}";
     std::vector<Lane> lanes;
     if (Status s = reader.lanes(rank.rank, &lanes); !s.ok()) return s;
-    for (Lane lane : lanes) {
-      const std::string tid = std::to_string(static_cast<int>(lane));
+    // Names and order of a lane's track (lane 2's second track: "fusion 2").
+    auto name_track = [&](Lane lane, int track) {
+      const std::string tid = std::to_string(track_tid(lane, track));
+      const std::string name = lane_name(lane) + (track ? " " + std::to_string(track + 1) : "");
       begin_event();
       b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank.rank) +
-           ",\"tid\":" + tid + ",\"args\":{\"name\":" + json_quoted(lane_name(lane)) + "}}";
+           ",\"tid\":" + tid + ",\"args\":{\"name\":" + json_quoted(name) + "}}";
       begin_event();
       b += "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(rank.rank) +
-           ",\"tid\":" + tid + ",\"args\":{\"sort_index\":" + tid + "}}";
-    }
+           ",\"tid\":" + tid +
+           ",\"args\":{\"sort_index\":" + std::to_string(static_cast<int>(lane) * 100 + track) +
+           "}}";
+    };
+    for (Lane lane : lanes) name_track(lane, 0);
+    std::vector<NestingTracks> tracks(kLaneCount);
     Status status = reader.scan_events(rank.rank, [&](const StoredEvent& stored) {
       const TraceEvent& e = stored.event;
       const bool instant = e.end_ns == e.start_ns;
+      int track = 0;
+      if (!instant) {
+        bool fresh = false;
+        track = tracks[static_cast<size_t>(stored.lane) % kLaneCount].place(e.start_ns, e.end_ns,
+                                                                            &fresh);
+        if (fresh && track > 0) name_track(stored.lane, track);
+      }
       begin_event();
       b += instant ? "{\"ph\":\"i\",\"s\":\"t\",\"name\":" : "{\"ph\":\"X\",\"name\":";
       if (e.name_id >= 0 && static_cast<size_t>(e.name_id) < names.size()) {
@@ -123,12 +170,12 @@ Status export_chrome_trace(const TraceReader& reader, const std::string& out_pat
       b += ",\"cat\":\"" + lane_name(stored.lane) + "\",\"pid\":";
       out.add_int(stored.rank);
       b += ",\"tid\":";
-      out.add_int(static_cast<int>(stored.lane));
+      out.add_int(track_tid(stored.lane, track));
       b += ",\"ts\":";
       out.add_us(e.start_ns);
       if (!instant) {
         b += ",\"dur\":";
-        out.add_us(std::max<int64_t>(0, e.end_ns - e.start_ns));
+        out.add_us(std::max<int64_t>(0, saturating_sub(e.end_ns, e.start_ns)));
       }
       write_args(b, e);
       b += '}';

@@ -48,7 +48,7 @@ Status write_header_tables(sqlite3* db, const TraceReader& reader) {
           "INSERT INTO ranks(rank, hostname, pid, start_utc_ns, clock_offset_ns, "
           "clock_offset_at_ns,"
           " clock_offset_end_ns, clock_offset_end_at_ns, clock_rtt_ns, clock_aligned, duration_ns,"
-          " dropped_events) VALUES(?,?,?,?,?,?,?,?,?,1,?,?)");
+          " dropped_events, clock_rtt_end_ns) VALUES(?,?,?,?,?,?,?,?,?,1,?,?,?)");
       !s.ok())
     return s;
   for (const RankInfo& r : reader.ranks()) {
@@ -63,6 +63,7 @@ Status write_header_tables(sqlite3* db, const TraceReader& reader) {
     ranks.bind_optional(9, r.clock_rtt_ns, r.clock_rtt_ns >= 0);
     ranks.bind_optional(10, r.duration_ns, r.duration_ns >= 0);
     ranks.bind(11, r.dropped_events);
+    ranks.bind_optional(12, r.clock_rtt_end_ns, r.clock_rtt_end_ns >= 0);
     if (Status s = ranks.run(); !s.ok()) return s;
   }
   return Status::OK();
@@ -94,7 +95,7 @@ Status copy_events(sqlite3* db, const TraceReader& reader, int64_t* copied) {
       insert.bind(2, lane);
       insert.bind(3, e.kind);
       insert.bind(4, start);
-      insert.bind(5, e.end_ns - e.start_ns);
+      insert.bind(5, saturating_sub(e.end_ns, e.start_ns));
       insert.bind_optional(6, e.cycle, e.cycle >= 0);
       insert.bind_optional(7, e.seq_index, e.seq_index >= 0);
       insert.bind_optional(8, e.name_id, e.name_id >= 0);

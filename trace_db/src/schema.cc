@@ -194,6 +194,20 @@ Status validate(sqlite3* db, const std::string& path) {
   Status status;
   while (tables.step(&status)) present.insert(tables.column_text(0));
   if (!status.ok()) return Status(status.code(), path + ": " + status.message());
+  // So must every other name the reader queries: a view named lane_stats
+  // could run a recursive query that never ends.
+  sql::Stmt impostors;
+  if (Status s = impostors.prepare(db,
+                                   "SELECT name, type FROM sqlite_schema WHERE type != 'table' AND "
+                                   "name IN ('meta', 'strings', 'event_kinds', 'lanes', "
+                                   "'setting_keys', 'ranks', 'events', 'lane_stats')");
+      !s.ok())
+    return Status(s.code(), path + ": " + s.message());
+  if (impostors.step(&status))
+    return Status(StatusCode::kCorrupt, path + ": " + impostors.column_text(0) + " is a " +
+                                            impostors.column_text(1) +
+                                            ", not a table: not a ringscope trace");
+  if (!status.ok()) return Status(status.code(), path + ": " + status.message());
   if (!present.count("meta"))
     return Status(StatusCode::kCorrupt, path + ": not a ringscope trace (no meta table)");
   std::optional<std::string> version;

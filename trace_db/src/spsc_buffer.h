@@ -61,6 +61,14 @@ class SpscEventBuffer {
     return static_cast<size_t>(head_.load(std::memory_order_acquire) -
                                tail_.load(std::memory_order_acquire));
   }
+  // Producer side: brackets a record() for TraceWriter::close(), which waits
+  // for a record that saw the writer still accepting to finish its push.
+  // Sequentially consistent, with close()'s store and load: either the
+  // producer sees the writer closed, or close() sees it recording.
+  void begin_record() { recording_.store(true, std::memory_order_seq_cst); }
+  void end_record() { recording_.store(false, std::memory_order_release); }
+  bool recording() const { return recording_.load(std::memory_order_seq_cst); }
+
   size_t capacity() const { return mask_ + 1; }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint32_t thread_index() const { return thread_index_; }
@@ -70,6 +78,7 @@ class SpscEventBuffer {
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t cached_tail_ = 0;
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> recording_{false};
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) size_t mask_ = 0;

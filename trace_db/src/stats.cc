@@ -83,7 +83,7 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
     RankReadiness& r = readiness[info.rank];
     Status status = reader.scan_events(info.rank, [&](const StoredEvent& stored) {
       const TraceEvent& e = stored.event;
-      durations[e.kind].push_back(e.end_ns - e.start_ns);
+      durations[e.kind].push_back(saturating_sub(e.end_ns, e.start_ns));
       const CollectiveKey key{e.cycle, e.seq_index};
       if (e.cycle < 0 || e.seq_index < 0) return true;
       if (stored.lane == Lane::kCollective) {

@@ -79,7 +79,8 @@ void TraceReader::Impl::read_event(const TraceSource& source, const RankInfo& ra
   const int64_t start = stmt.column_int(3);
   const int64_t dur = stmt.column_int(4);
   e.start_ns = rank.to_rank0(start);
-  e.end_ns = rank.clock_aligned ? start + dur : rank.to_rank0(start + dur);
+  e.end_ns =
+      rank.clock_aligned ? saturating_add(start, dur) : rank.to_rank0(saturating_add(start, dur));
   e.cycle = stmt.column_int_or(5, -1);
   e.seq_index = optional_int32(stmt, 6);
   e.name_id = -1;
@@ -140,7 +141,8 @@ Status TraceReader::events_in_window(int rank, Lane lane, int64_t begin_ns, int6
   const int64_t max_dur = max_duration(rank, lane);
   if (max_dur < 0) return Status::OK();
   const RankInfo& info = *impl_->rank_info(rank);
-  const int64_t local_begin = info.to_local(begin_ns) - 1, local_end = info.to_local(end_ns) + 1;
+  const int64_t local_begin = saturating_sub(info.to_local(begin_ns), 1),
+                local_end = saturating_add(info.to_local(end_ns), 1);
   sql::Stmt& stmt = source->window_stmt;
   if (!stmt.valid()) {
     std::string query = std::string("SELECT ") + kSelectEventColumns +
@@ -151,7 +153,7 @@ Status TraceReader::events_in_window(int rank, Lane lane, int64_t begin_ns, int6
   stmt.reset();
   stmt.bind(1, rank);
   stmt.bind(2, static_cast<int>(lane));
-  stmt.bind(3, local_begin - max_dur);
+  stmt.bind(3, saturating_sub(local_begin, max_dur));
   stmt.bind(4, local_end);
   stmt.bind(5, local_begin);
   Status status;
@@ -214,9 +216,9 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
     const int64_t local_start = stmt.column_int(1);
     const int64_t local_dur = stmt.column_int(2);
     const int64_t start = info.to_rank0(local_start);
-    const int64_t end =
-        info.clock_aligned ? local_start + local_dur : info.to_rank0(local_start + local_dur);
-    const int64_t dur = end - start;
+    const int64_t local_stop = saturating_add(local_start, local_dur);
+    const int64_t end = info.clock_aligned ? local_stop : info.to_rank0(local_stop);
+    const int64_t dur = saturating_sub(end, start);
     if (dur >= 0 && dur < LaneColumns::kLongDuration) {
       out->dur_ns_u32.push_back(static_cast<uint32_t>(dur));
     } else {
@@ -273,7 +275,8 @@ Status TraceReader::collective(int64_t cycle, int32_t seq_index,
       stmt.bind(3, seq_index);
       if (found) {
         stmt.bind(4, lane);
-        stmt.bind(5, span.column_int(0) - max_duration(info.rank, static_cast<Lane>(lane)));
+        stmt.bind(5, saturating_sub(span.column_int(0),
+                                    max_duration(info.rank, static_cast<Lane>(lane))));
         stmt.bind(6, span.column_int(1));
       }
       StoredEvent event;

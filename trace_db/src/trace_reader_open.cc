@@ -19,7 +19,8 @@ Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
                               "SELECT rank, hostname, pid, start_utc_ns, clock_offset_ns,"
                               " clock_offset_at_ns, clock_offset_end_ns, clock_offset_end_at_ns,"
                               " clock_rtt_ns, clock_aligned, duration_ns, event_count,"
-                              " dropped_events, finalized FROM ranks ORDER BY rank");
+                              " dropped_events, finalized, clock_rtt_end_ns FROM ranks"
+                              " ORDER BY rank");
       !s.ok())
     return Status(StatusCode::kCorrupt, source.path + ": " + s.message());
   Status status;
@@ -44,6 +45,7 @@ Status load_ranks(TraceSource& source, std::vector<RankInfo>* out) {
     r.event_count = stmt.column_int_or(11, 0);
     r.dropped_events = stmt.column_int_or(12, 0);
     r.finalized = stmt.column_int_or(13, 0) != 0;
+    r.clock_rtt_end_ns = stmt.column_int_or(14, -1);
     r.file = source.path;
     out->push_back(std::move(r));
   }

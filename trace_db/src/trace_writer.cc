@@ -127,12 +127,14 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
     return s;
   m.db = std::move(db);
   m.stopping = false;
+  m.phase.store(Impl::kOpen, std::memory_order_relaxed);
   m.accepting.store(true, std::memory_order_release);
   ThreadStartError error;
   if (try_start_thread(
           &m.writer, [&m] { m.writer_loop(); }, &error))
     return Status::OK();
   m.accepting.store(false, std::memory_order_release);
+  m.phase.store(Impl::kClosed, std::memory_order_relaxed);
   for (sql::Stmt* st : {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank})
     *st = sql::Stmt();  // finalized, so the connection closes now
   m.db.reset();
@@ -145,12 +147,17 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
 void TraceWriter::record(const TraceEvent& event) {
   Impl& m = *impl_;
   if (!m.accepting.load(std::memory_order_relaxed)) {
-    if (m.db) m.late_events.fetch_add(1, std::memory_order_relaxed);
+    m.count_late();
     return;
   }
   ThreadCache& cache = t_cache;
   if (cache.writer_id != m.id) {  // first event of this thread for this writer
     std::lock_guard<std::mutex> lock(m.mutex);
+    // close() stops accepting under this mutex: it never misses a buffer.
+    if (!m.accepting.load(std::memory_order_relaxed)) {
+      m.count_late();
+      return;
+    }
     SpscEventBuffer*& buffer = m.buffer_of_thread[std::this_thread::get_id()];
     if (!buffer) {
       m.buffers.push_back(std::make_unique<SpscEventBuffer>(
@@ -159,7 +166,17 @@ void TraceWriter::record(const TraceEvent& event) {
     }
     cache = {m.id, buffer};
   }
-  cache.buffer->push(event);
+  // close() waits for a record that saw the writer accepting: its event is
+  // written, or it sees the writer closed and counts the event as dropped.
+  SpscEventBuffer& buffer = *cache.buffer;
+  buffer.begin_record();
+  if (!m.accepting.load(std::memory_order_seq_cst)) {
+    buffer.end_record();
+    m.count_late();
+    return;
+  }
+  buffer.push(event);
+  buffer.end_record();
 }
 
 int64_t TraceWriter::now_ns() const {
@@ -219,7 +236,16 @@ uint64_t TraceWriter::written_events() const { return impl_->written.load(); }
 Status TraceWriter::close() {
   Impl& m = *impl_;
   if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
-  m.accepting.store(false, std::memory_order_release);
+  std::vector<SpscEventBuffer*> buffers;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.accepting.store(false, std::memory_order_seq_cst);
+    for (auto& buffer : m.buffers) buffers.push_back(buffer.get());
+  }
+  // A record() that saw the writer accepting finishes its push (a few
+  // instructions; no lock, no allocation): the writer's last pass takes it.
+  for (SpscEventBuffer* buffer : buffers)
+    while (buffer->recording()) std::this_thread::yield();
   m.stopping.store(true, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -227,9 +253,8 @@ Status TraceWriter::close() {
   }
   m.writer.join();
   Status status = m.first_error;
-  // Events pushed after the writer's last pass (racing with close) or left
-  // after a write error are counted, never silently lost.
-  for (auto& buffer : m.buffers) m.late_events.fetch_add(buffer->size());
+  // Events left after a write error are counted, never silently lost.
+  for (SpscEventBuffer* buffer : buffers) m.late_events.fetch_add(buffer->size());
   if (!m.failed) {
     status = m.write_side_tables(true);
     if (status.ok()) status = m.commit();
@@ -252,6 +277,11 @@ Status TraceWriter::close() {
         sql::exec(m.db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;").ok())
       (void)sql::exec(m.db.get(), "VACUUM;");
   }
+  if (m.in_transaction) {  // not committed: rolled back when the connection closes
+    m.late_events.fetch_add(m.uncommitted);
+    m.uncommitted = 0;
+  }
+  m.phase.store(Impl::kClosed, std::memory_order_relaxed);
   m.insert_event = sql::Stmt();
   m.insert_event_batch = sql::Stmt();
   m.insert_string = sql::Stmt();

@@ -49,6 +49,12 @@ struct TraceWriter::Impl {
   std::thread writer;
   std::atomic<bool> accepting{false};
   std::atomic<bool> stopping{false};
+  enum Phase : int { kNeverOpened, kOpen, kClosed };
+  std::atomic<int> phase{kNeverOpened};
+  void count_late() {  // an event that will not be written, counted as dropped
+    if (phase.load(std::memory_order_relaxed) == kOpen)
+      late_events.fetch_add(1, std::memory_order_relaxed);
+  }
 
   // Guarded by mutex: buffers, thread map, interned strings, clock, flush.
   mutable std::mutex mutex;
@@ -68,9 +74,13 @@ struct TraceWriter::Impl {
   // Writer-thread state.
   bool in_transaction = false;
   std::chrono::steady_clock::time_point transaction_began;
-  uint64_t dropped_written = 0;  // dropped total already stored
-  std::atomic<uint64_t> written{0};
-  std::atomic<uint64_t> late_events{0};  // recorded after close began
+  uint64_t dropped_written = 0;      // dropped total already stored
+  uint64_t event_count_written = 0;  // ranks.event_count already stored
+  uint64_t uncommitted = 0;          // rows inserted in the open transaction
+  std::atomic<uint64_t> written{0};  // rows committed
+  // Recorded after close began, discarded after a write error, or rolled
+  // back with a transaction that could not commit.
+  std::atomic<uint64_t> late_events{0};
   bool failed = false;
 };
 

@@ -32,8 +32,13 @@ Status TraceWriter::Impl::begin_if_needed() {
 
 Status TraceWriter::Impl::commit() {
   if (!in_transaction) return Status::OK();
+  // A failed COMMIT leaves the transaction open: close() rolls it back and
+  // counts its rows as dropped.
+  if (Status s = sql::exec(db.get(), "COMMIT"); !s.ok()) return s;
   in_transaction = false;
-  return sql::exec(db.get(), "COMMIT");
+  written.fetch_add(uncommitted, std::memory_order_relaxed);
+  uncommitted = 0;
+  return Status::OK();
 }
 
 namespace {
@@ -66,15 +71,23 @@ Status TraceWriter::Impl::insert_events(const TraceEvent* events, size_t count) 
       bind_event(insert_event_batch, 1 + static_cast<int>(r) * kColumns, rank, events[i + r]);
     const int rc = sqlite3_step(insert_event_batch.get());
     sqlite3_reset(insert_event_batch.get());
-    if (rc != SQLITE_DONE) return sql::error(db.get(), rc, "inserting events into " + path);
+    if (rc != SQLITE_DONE) {  // the statement inserted none of its rows
+      uncommitted += i;
+      late_events.fetch_add(count - i, std::memory_order_relaxed);
+      return sql::error(db.get(), rc, "inserting events into " + path);
+    }
   }
   for (; i < count; ++i) {
     bind_event(insert_event, 1, rank, events[i]);
     const int rc = sqlite3_step(insert_event.get());
     sqlite3_reset(insert_event.get());
-    if (rc != SQLITE_DONE) return sql::error(db.get(), rc, "inserting an event into " + path);
+    if (rc != SQLITE_DONE) {
+      uncommitted += i;
+      late_events.fetch_add(count - i, std::memory_order_relaxed);
+      return sql::error(db.get(), rc, "inserting an event into " + path);
+    }
   }
-  written.fetch_add(count, std::memory_order_relaxed);
+  uncommitted += count;
   return Status::OK();
 }
 
@@ -87,9 +100,15 @@ size_t TraceWriter::Impl::drain_all() {
   }
   size_t total = 0;
   for (SpscEventBuffer* buffer : snapshot) {
-    while (buffer->size() > 0) {
-      if (failed) {  // after a write error: discard, counted by close()
-        buffer->drain(kDrainChunk, [](const TraceEvent*, size_t) {});
+    // What the buffer holds now, not what arrives meanwhile: a thread that
+    // records faster than rows are inserted must not keep the writer on its
+    // buffer forever (no commit, flush() waiting, the others filling up).
+    size_t budget = buffer->size();
+    while (budget > 0) {
+      if (failed) {  // after a write error: discarded, counted as dropped
+        const size_t n = buffer->drain(std::min(kDrainChunk, budget), [](auto*, size_t) {});
+        late_events.fetch_add(n, std::memory_order_relaxed);
+        budget -= n;
         continue;
       }
       if (Status s = begin_if_needed(); !s.ok()) {
@@ -97,9 +116,15 @@ size_t TraceWriter::Impl::drain_all() {
         break;
       }
       Status status;
-      total += buffer->drain(kDrainChunk, [&](const TraceEvent* events, size_t count) {
-        if (status.ok()) status = insert_events(events, count);
-      });
+      const size_t n =
+          buffer->drain(std::min(kDrainChunk, budget), [&](const TraceEvent* events, size_t count) {
+            if (status.ok())
+              status = insert_events(events, count);
+            else  // the second run after a failed first one
+              late_events.fetch_add(count, std::memory_order_relaxed);
+          });
+      total += n;
+      budget -= n;
       if (!status.ok()) fail(status);
     }
   }
@@ -121,7 +146,10 @@ Status TraceWriter::Impl::write_side_tables(bool force) {
   }
   dropped += late_events.load(std::memory_order_relaxed);
   const bool dropped_changed = dropped != dropped_written;
-  if (strings.empty() && !clock_changed && !dropped_changed && !force) return Status::OK();
+  // event_count kept current, so a killed run's ranks row is near the truth.
+  const bool count_changed = written.load() + uncommitted != event_count_written;
+  if (strings.empty() && !clock_changed && !dropped_changed && !count_changed && !force)
+    return Status::OK();
   if (Status s = begin_if_needed(); !s.ok()) return s;
   for (const auto& [id, text] : strings) {
     insert_string.bind(1, id);
@@ -147,9 +175,12 @@ Status TraceWriter::Impl::write_side_tables(bool force) {
   u.bind_optional(5, offsets.end_at_ns, offsets.has_end);
   u.bind_optional(6, offsets.end_rtt_ns, offsets.has_end && offsets.end_rtt_ns >= 0);
   u.bind(7, static_cast<int64_t>(dropped_written));
-  u.bind(8, static_cast<int64_t>(written.load()));
+  const uint64_t event_count = written.load() + uncommitted;
+  u.bind(8, static_cast<int64_t>(event_count));
   u.bind(9, rank);
-  return u.run();
+  if (Status s = u.run(); !s.ok()) return s;
+  event_count_written = event_count;
+  return Status::OK();
 }
 
 void TraceWriter::Impl::writer_loop() {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ringscope/saturating.h"
 #include "ringscope/status.h"
 #include "ringscope/trace_event.h"
 #include "ringscope/trace_schema.h"
@@ -30,9 +31,10 @@ struct RankInfo {
   int64_t clock_offset_ns = 0, clock_offset_at_ns = 0;
   int64_t clock_offset_end_ns = 0, clock_offset_end_at_ns = 0;
   bool has_end_offset = false;
-  int64_t clock_rtt_ns = -1;
-  bool clock_aligned = false;  // stored times are already on rank 0's clock
-  int64_t duration_ns = -1;    // -1: the file was not closed (process killed)
+  int64_t clock_rtt_ns = -1;      // round trip of the init measurement, -1: unknown
+  int64_t clock_rtt_end_ns = -1;  // of the shutdown measurement
+  bool clock_aligned = false;     // stored times are already on rank 0's clock
+  int64_t duration_ns = -1;       // -1: the file was not closed (process killed)
   int64_t event_count = 0;
   int64_t dropped_events = 0;
   bool finalized = false;  // close() ran: indexes and lane_stats exist
@@ -65,7 +67,7 @@ struct LaneColumns {
   static constexpr uint32_t kLongDuration = 0xffffffffu;
   size_t size() const { return start_ns.size(); }
   int64_t dur_ns(size_t i) const;
-  int64_t end_ns(size_t i) const { return start_ns[i] + dur_ns(i); }
+  int64_t end_ns(size_t i) const { return saturating_add(start_ns[i], dur_ns(i)); }
   size_t memory_bytes() const;  // heap bytes held (capacity-based)
 };
 

@@ -66,7 +66,7 @@ class TraceWriter final : public Recorder {
   Status flush();
 
   uint64_t dropped_events() const;  // so far, all threads
-  uint64_t written_events() const;  // rows committed or in the open batch
+  uint64_t written_events() const;  // rows committed
   const std::string& path() const;
 
   struct Impl;
