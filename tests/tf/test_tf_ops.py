@@ -179,6 +179,23 @@ def eager_groups_and_tapes_with_unnamed_and_changing_shapes():
 
 
 @test
+def unnamed_eager_collectives_do_not_grow_the_process():
+    # A fresh name per call made TensorFlow build and keep a kernel per call
+    # (about 35 KB each); one name per kind keeps one.
+    import resource
+
+    x = tf.ones([4])
+    for _ in range(200):
+        hvd.allreduce(x, op=hvd.Sum)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(3000):
+        y = hvd.allreduce(x, op=hvd.Sum)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert_close(y.numpy(), np.full(4, N), tf.float32, "unnamed allreduce")
+    assert grown_mb < 40, f"3000 unnamed allreduces grew the process by {grown_mb:.0f} MB"
+
+
+@test
 def grouped_sparse_and_compressed():
     outs = hvd.grouped_allreduce([tf.ones([4]) * R, tf.ones([2, 2])], op=hvd.Sum, name="group")
     assert_close(outs[0].numpy(), np.full(4, sum(range(N))), tf.float32, "grouped")
