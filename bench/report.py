@@ -167,6 +167,18 @@ if rows:
     for np_, traced, line in rows:
         print(f"| {np_} | {traced} | {line} |")
 
+d = load("tf_collectives_np2.json")
+if d:
+    print(f"\n#### TensorFlow collectives, np={d['ranks']} (bench/tf_collectives_bench.py, "
+          f"medians of {d['rounds']} rounds)\n")
+    print("| eager allreduce named | unnamed | growth named / unnamed | "
+          f"{d['tensors']} tensors one by one | eager grouped | grouped in tf.function |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {d['eager_named_us']:.0f} µs | {d['eager_unnamed_us']:.0f} µs | "
+          f"{d['eager_named_growth_mb']:.1f} / {d['eager_unnamed_growth_mb']:.1f} MB | "
+          f"{d['group_one_by_one_us']:.0f} µs | {d['group_eager_grouped_us']:.0f} µs | "
+          f"{d['group_tf_function_us']:.0f} µs |")
+
 d = load("whatif.json")
 if d:
     print(f"\n#### What-if replay vs measured runs, np={d['np']} ({d['steps']} steps, "

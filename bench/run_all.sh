@@ -62,5 +62,8 @@ if [ -x .venv/bin/python ] && [ -f build/python/ringscope/tensorflow/ringscope_t
         examples/tf_synthetic_benchmark.py --steps 20 | tee "$out/tf_synthetic_np${np}_trace_$traced.txt"
     done
   done
+  # What a training script pays per call on the TensorFlow side.
+  $mpi -np 2 env PYTHONPATH="$PYTHONPATH" .venv/bin/python bench/tf_collectives_bench.py \
+    --json $out/tf_collectives_np2.json
 fi
 echo "results in $out/"
