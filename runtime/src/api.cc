@@ -1,9 +1,12 @@
 // The process-wide runtime behind the free functions of ringscope.h: the one
 // place that holds a Runtime for the process (like hvd.init()), plus MPI
 // initialisation and the blocking wrappers.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "api_internal.h"
 #include "config.h"
@@ -21,6 +24,9 @@ struct ProcessRuntime {
   std::mutex mu;
   std::unique_ptr<Runtime> runtime;
   bool we_initialized_mpi = false;
+  // API calls using the runtime now (taken under mu while it is installed):
+  // shutdown() destroys it only when they have returned.
+  std::atomic<int> users{0};
 };
 
 ProcessRuntime& process() {
@@ -28,11 +34,28 @@ ProcessRuntime& process() {
   return p;
 }
 
-Runtime* current() {
-  ProcessRuntime& p = process();
-  std::lock_guard<std::mutex> lock(p.mu);
-  return p.runtime.get();
-}
+// The process runtime for the length of one API call, or none. A call on
+// another thread that took it before shutdown() began keeps it alive: the
+// submission then fails with kShutdown instead of touching freed memory.
+class CurrentRuntime {
+ public:
+  CurrentRuntime() : p_(process()) {
+    std::lock_guard<std::mutex> lock(p_.mu);
+    rt_ = p_.runtime.get();
+    if (rt_) p_.users.fetch_add(1);
+  }
+  ~CurrentRuntime() {
+    if (rt_) p_.users.fetch_sub(1);
+  }
+  CurrentRuntime(const CurrentRuntime&) = delete;
+  CurrentRuntime& operator=(const CurrentRuntime&) = delete;
+  Runtime* operator->() const { return rt_; }
+  explicit operator bool() const { return rt_ != nullptr; }
+
+ private:
+  ProcessRuntime& p_;
+  Runtime* rt_ = nullptr;
+};
 
 Status not_initialized() {
   return Status(StatusCode::kNotInitialized, "ringscope is not initialised: call init() first");
@@ -153,7 +176,16 @@ void shutdown() {
   }
   if (!runtime) return;
   runtime->shutdown();
-  runtime.reset();
+  // API calls that took the runtime before it was taken out finish first
+  // (the queue is closed: their submissions fail at once). One stuck for a
+  // minute (a callback that never returns) keeps the runtime: leaked, not freed.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (p.users.load() > 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  if (p.users.load() > 0)
+    (void)runtime.release();
+  else
+    runtime.reset();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.we_initialized_mpi && !p.runtime) {
     int finalized = 0;
@@ -163,13 +195,13 @@ void shutdown() {
   }
 }
 
-bool is_initialized() { return current() != nullptr; }
+bool is_initialized() { return static_cast<bool>(CurrentRuntime()); }
 
 GpuInfo gpu_info() { return probe_gpu(); }
 
 #define RINGSCOPE_TOPOLOGY_GETTER(field)   \
   int field() {                            \
-    Runtime* rt = current();               \
+    CurrentRuntime rt;                     \
     return rt ? rt->topology().field : -1; \
   }
 RINGSCOPE_TOPOLOGY_GETTER(rank)
@@ -192,7 +224,7 @@ TensorEntry make_entry(Request req, const Device& device) {
 // An op that reads `input` and writes `output` (allreduce, reducescatter).
 Status submit_reduction(Request req, const void* input, void* output, DoneCallback done,
                         const Device& device) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   TensorEntry e = make_entry(std::move(req), device);
   e.input = input;
@@ -213,7 +245,7 @@ Status allreduce_async(const std::string& name, DataType dtype, const Shape& sha
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
                        Device device) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   TensorEntry e = make_entry(
       Request{name, OpType::kAllgather, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape}, device);
@@ -234,7 +266,7 @@ Status reducescatter_async(const std::string& name, DataType dtype, const Shape&
 Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
                       const void* input, const std::vector<int64_t>& splits,
                       AlltoallAllocator allocate, DoneCallback done, Device device) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   Request req{name, OpType::kAlltoall, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape};
   req.splits = splits;
@@ -257,7 +289,7 @@ int64_t reducescatter_first_row(int64_t rows, int ranks, int rank) {
 
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
                        int root_rank, DoneCallback done, Device device) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   TensorEntry e = make_entry(
       Request{name, OpType::kBroadcast, dtype, ReduceOp::kSum, root_rank, 1.0, 1.0, shape}, device);
@@ -272,13 +304,15 @@ namespace {
 // guarantees the callback (completion, error, timeout or shutdown).
 template <typename Submit>
 Status wait_for(Submit&& submit) {
-  Runtime* rt = current();
-  if (rt && rt->on_runtime_thread())
-    return Status(StatusCode::kInvalidArgument,
-                  "a blocking ringscope call from a completion callback would wait forever: "
-                  "callbacks run on ringscope's own threads (the background thread, or the GPU "
-                  "finalizer's), which complete the call; use the *_async form there",
-                  rt->topology().rank);
+  {
+    CurrentRuntime rt;  // not held while waiting: shutdown() completes the op
+    if (rt && rt->on_runtime_thread())
+      return Status(StatusCode::kInvalidArgument,
+                    "a blocking ringscope call from a completion callback would wait forever: "
+                    "callbacks run on ringscope's own threads (the background thread, or the GPU "
+                    "finalizer's), which complete the call; use the *_async form there",
+                    rt->topology().rank);
+  }
   auto promise = std::make_shared<std::promise<Status>>();
   std::future<Status> result = promise->get_future();
   Status s = submit([promise](const Status& st) { promise->set_value(st); });
@@ -337,7 +371,7 @@ Status reducescatter(const std::string& name, DataType dtype, const Shape& shape
 }
 
 Status join_async(JoinCallback done) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   return rt->join(std::move(done));
 }
@@ -355,29 +389,29 @@ Status join(int* last_joined_rank) {
 }
 
 Status propose_settings(const Settings& settings) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   return rt->propose_settings(settings);
 }
 
 Status start_trace(const std::string& base_path) {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   return rt->start_trace(base_path);
 }
 
 Status stop_trace() {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   if (!rt) return not_initialized();
   return rt->stop_trace();
 }
 
 void mark_step(int64_t step) {
-  if (Runtime* rt = current()) rt->mark_step(step);
+  if (CurrentRuntime rt; rt) rt->mark_step(step);
 }
 
 Settings current_settings() {
-  Runtime* rt = current();
+  CurrentRuntime rt;
   return rt ? rt->settings() : Settings{};
 }
 

@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -15,6 +16,29 @@ template <typename T>
 inline constexpr bool is_16bit_v =
     std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
 
+// Min and max that give the same result whichever operand comes first: the
+// two ranks of a recursive-doubling exchange each put their own value first,
+// and std::min/std::max return their first operand when either is NaN (so
+// the ranks disagreed). A NaN wins, as the quiet NaN (a "found NaN" check
+// then sees it on every rank); of +0 and -0, min takes -0 and max +0.
+template <typename T>
+inline T min_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? a : b;
+  }
+  return b < a ? b : a;
+}
+
+template <typename T>
+inline T max_of(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? b : a;
+  }
+  return a < b ? b : a;
+}
+
 template <typename T>
 void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_t n) {
   switch (op) {
@@ -23,10 +47,10 @@ void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
       break;
     case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = min_of(dst[i], src[i]);
       break;
     case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = max_of(dst[i], src[i]);
       break;
   }
 }
@@ -40,10 +64,10 @@ void combine_typed(ReduceOp op, T* __restrict dst, const T* __restrict a, const 
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(a[i] + b[i]);
       break;
     case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::min(a[i], b[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = min_of(a[i], b[i]);
       break;
     case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::max(a[i], b[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = max_of(a[i], b[i]);
       break;
   }
 }
@@ -54,9 +78,7 @@ void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t
   for (size_t i = 0; i < n; ++i) {
     float a = static_cast<float>(dst[i]);
     float b = static_cast<float>(src[i]);
-    float r = (op == ReduceOp::kMin)   ? std::min(a, b)
-              : (op == ReduceOp::kMax) ? std::max(a, b)
-                                       : a + b;
+    float r = (op == ReduceOp::kMin) ? min_of(a, b) : (op == ReduceOp::kMax) ? max_of(a, b) : a + b;
     dst[i] = H(r);
   }
 }
@@ -66,12 +88,21 @@ void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t
 // in float32.
 template <typename T>
 T scale_one(T v, double factor) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (std::is_floating_point_v<T>) {
     return v * static_cast<T>(factor);
-  else if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<double>(v) * factor);
-  else  // Eigen::half / Eigen::bfloat16
+  } else if constexpr (std::is_integral_v<T>) {
+    // An Average's factor is 1/n, which double cannot hold exactly: an exact
+    // multiple of n times it can land a few ulps below the quotient (49 *
+    // (1.0 / 49) is 0.9999999999999999) and truncate one too low. A product
+    // that close to an integer is that integer.
+    double r = static_cast<double>(v) * factor;
+    const double nearest = std::round(r);
+    if (std::fabs(r - nearest) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(r))
+      r = nearest;
+    return static_cast<T>(r);
+  } else {  // Eigen::half / Eigen::bfloat16
     return T(static_cast<float>(v) * static_cast<float>(factor));
+  }
 }
 
 template <typename T>
@@ -84,15 +115,13 @@ void scale_typed(T* dst, const T* src, size_t n, double factor) {
 template <ReduceOp kOp, bool kScale, typename T>
 T combine_scale_one(T a, T b, double factor) {
   if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
-    const T r = kOp == ReduceOp::kMin   ? std::min(a, b)
-                : kOp == ReduceOp::kMax ? std::max(a, b)
+    const T r = kOp == ReduceOp::kMin   ? min_of(a, b)
+                : kOp == ReduceOp::kMax ? max_of(a, b)
                                         : static_cast<T>(a + b);
     return kScale ? scale_one(r, factor) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);
-    const T r(kOp == ReduceOp::kMin   ? std::min(x, y)
-              : kOp == ReduceOp::kMax ? std::max(x, y)
-                                      : x + y);
+    const T r(kOp == ReduceOp::kMin ? min_of(x, y) : kOp == ReduceOp::kMax ? max_of(x, y) : x + y);
     return kScale ? scale_one(r, factor) : r;
   }
 }

@@ -64,7 +64,8 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   // Every rank must agree on the cache capacity: it sizes the control vector.
   // The same for shared memory: a rank without it would run the ring alone;
   // and for the algorithm choice: ranks that differ would run different
-  // collectives against each other and only time out. Each value and its
+  // collectives against each other and only time out; and for the cache
+  // switch in force at the first cycle. Each value and its
   // complement are AND-reduced: both survive only if every rank has the
   // same value.
   struct Agreed {
@@ -80,7 +81,10 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
       {"RINGSCOPE_CPU_ALLREDUCE", static_cast<uint64_t>(options.cpu_allreduce),
        cpu_allreduce_name(options.cpu_allreduce)},
       {"RINGSCOPE_HIERARCHICAL_ALLREDUCE", options.hierarchical_allreduce ? 1u : 0u,
-       options.hierarchical_allreduce ? "1" : "0"}};
+       options.hierarchical_allreduce ? "1" : "0"},
+      // Later cycles agree on it; the first would fill one rank's cache only.
+      {"the response cache (Options::settings.cache_enabled)",
+       options.settings.cache_enabled ? 1u : 0u, options.settings.cache_enabled ? "on" : "off"}};
   std::vector<uint64_t> words;
   for (const Agreed& a : agreed) {
     words.push_back(a.value);

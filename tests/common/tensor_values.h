@@ -88,8 +88,9 @@ inline double expected_allreduce(DataType t, ReduceOp op, int n, size_t i, doubl
     else
       acc += v;
   }
-  double scale = post * (op == ReduceOp::kAverage ? 1.0 / n : 1.0);
-  double out = acc * scale;
+  // Exact arithmetic (then truncation for integers): the runtime must give
+  // 49 for an Average of 49s over 49 ranks, where acc * (1.0 / 49) would not.
+  double out = acc * post / (op == ReduceOp::kAverage ? n : 1);
   if (t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64)
     out = std::trunc(out);
   return out;

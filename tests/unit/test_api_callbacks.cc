@@ -118,3 +118,41 @@ TEST_CASE("callbacks on another ringscope thread: blocking refused, shutdown onl
   }).join();
   check_stopped_then_join(a);
 }
+
+TEST_CASE("shutdown() while other threads submit and query: every call returns a status",
+          "[api][errors]") {
+  // A call that took the runtime just before shutdown() must not run on a
+  // freed one (run under ASan to see the difference): shutdown() waits for
+  // calls in progress, and their submissions fail with kShutdown.
+  for (int round = 0; round < 20; ++round) {
+    start_quiet();
+    std::atomic<bool> stop{false};
+    std::atomic<int> bad{0}, submitted{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+      threads.emplace_back([&, t] {
+        std::vector<float> data(16, 1.0f);
+        for (int k = 0; !stop.load(); ++k) {
+          const std::string name = "t" + std::to_string(t) + "." + std::to_string(k);
+          Status s = allreduce_async(name, DataType::kFloat32, {16}, data.data(), data.data(),
+                                     ReduceOp::kSum, [](const Status&) {});
+          if (!s.ok() && s.code() != StatusCode::kShutdown &&
+              s.code() != StatusCode::kNotInitialized)
+            bad.fetch_add(1);
+          if (s.ok()) submitted.fetch_add(1);
+          if (rank() > 0) bad.fetch_add(1);  // 0, or -1 once shut down
+          (void)current_settings();
+          if (k % 64 == 63) std::this_thread::yield();
+        }
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 + round % 5));
+    shutdown();
+    // Calls after shutdown answer too; then the threads stop.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stop = true;
+    for (std::thread& t : threads) t.join();
+    CHECK(bad.load() == 0);
+    CHECK(submitted.load() > 0);
+    CHECK_FALSE(is_initialized());
+  }
+}

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 
 #include "capture_recorder.h"
@@ -485,4 +487,50 @@ TEST_CASE("combine_scaled_to_both rounds as combine then scale, also in place", 
       }
     }
   }
+}
+
+TEST_CASE("Min and Max with NaN or signed zeros give the same bytes on every rank",
+          "[doubling][allreduce]") {
+  // Each rank of a recursive-doubling exchange puts its own value first;
+  // std::max(NaN, 1) and std::max(1, NaN) differ, and so did the ranks.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax})
+    for (int n : {2, 3, 4}) {
+      std::vector<std::vector<float>> results(n);
+      std::vector<Status> statuses(n);
+      run_ranks(n, [&](int r, Transport& tr) {  // no Catch macros on rank threads
+        HostBuffer scratch;
+        std::vector<float> v = {r == 0 ? nan : 1.0f, r % 2 ? -0.0f : 0.0f, float(r)};
+        statuses[r] = recursive_doubling_allreduce(context(tr, scratch), v.data(), v.size(),
+                                                   DataType::kFloat32, op);
+        results[r] = v;
+      });
+      INFO("op " << static_cast<int>(op) << " n=" << n);
+      for (int r = 0; r < n; ++r) {
+        REQUIRE(statuses[r].ok());
+        CHECK(std::isnan(results[r][0]));  // a NaN anywhere wins everywhere
+        CHECK(std::signbit(results[r][1]) == (op == ReduceOp::kMin));  // min -0, max +0
+        CHECK(std::memcmp(results[r].data(), results[0].data(), 3 * sizeof(float)) == 0);
+      }
+    }
+}
+
+TEST_CASE("an integer Average of exact multiples is exact at every world size", "[scale]") {
+  // 49 * (1.0 / 49) is 0.9999999999999999: truncated, one too low.
+  for (int n = 1; n <= 256; ++n)
+    for (int64_t k : {1, 2, 3, 7, 100}) {
+      int32_t v32 = static_cast<int32_t>(k * n);
+      int64_t v64 = k * n;
+      scale_in_place(DataType::kInt32, &v32, 1, 1.0 / n);
+      scale_in_place(DataType::kInt64, &v64, 1, 1.0 / n);
+      INFO("n=" << n << " k=" << k);
+      CHECK(v32 == k);
+      CHECK(v64 == k);
+    }
+  int32_t below = 97;  // not a multiple: truncated toward zero as before
+  scale_in_place(DataType::kInt32, &below, 1, 1.0 / 49);
+  CHECK(below == 1);
+  int32_t negative = -98;
+  scale_in_place(DataType::kInt32, &negative, 1, 1.0 / 49);
+  CHECK(negative == -2);
 }

@@ -46,6 +46,15 @@ TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][er
   }
 }
 
+TEST_CASE("ranks with the response cache on and off refuse to start", "[runtime][errors]") {
+  // The first cycle runs before any settings agreement: one rank would
+  // cache its responses and the other not, and the next step would hang.
+  for (auto& s : create_two([](int r, Options&o) { o.settings.cache_enabled = r == 0; })) {
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("the response cache") != std::string::npos);
+  }
+}
+
 TEST_CASE("ranks with different allreduce algorithms refuse to start, naming the setting",
           "[runtime][errors]") {
   const std::vector<Status> algo = create_two([](int r, Options& o) {
