@@ -47,19 +47,33 @@ std::vector<std::string> value_flags_of(const CLI::App& app) {
 
 std::vector<std::string> normalize_np_flag(const std::vector<std::string>& args,
                                            const std::vector<std::string>& value_flags) {
-  std::vector<std::string> result = args;
+  std::vector<std::string> result;
+  result.reserve(args.size() + 1);
   size_t i = 0;
-  while (i < result.size()) {
-    std::string& word = result[i];
+  while (i < args.size()) {
+    std::string word = args[i];
     if (word == "--" || !starts_with(word, "-")) break;  // the command starts here
-    if (word == "-np" || starts_with(word, "-np=")) {
-      word.insert(0, 1, '-');
-      return result;
+    // horovodrun's single-dash long flags (its docs use -np and -hostfile);
+    // CLI11 would read -hostfile as -h (help) followed by more short flags.
+    for (const char* single : {"-np", "-hostfile"})
+      if (word == single || word.rfind(std::string(single) + "=", 0) == 0) word.insert(0, 1, '-');
+    const size_t eq = word.find('=');
+    const std::string flag = word.substr(0, eq);
+    const bool value_flag =
+        std::find(value_flags.begin(), value_flags.end(), flag) != value_flags.end();
+    if (value_flag && eq != std::string::npos && eq + 1 == word.size()) {
+      // `--trace=` (an empty variable): an empty value, where CLI11 would
+      // take the next word (the command, or another flag) as the value.
+      result.push_back(flag);
+      result.push_back("");
+      ++i;
+      continue;
     }
-    bool takes_value = word.find('=') == std::string::npos &&
-                       std::find(value_flags.begin(), value_flags.end(), word) != value_flags.end();
-    i += takes_value ? 2 : 1;
+    result.push_back(word);
+    ++i;
+    if (value_flag && eq == std::string::npos && i < args.size()) result.push_back(args[i++]);
   }
+  result.insert(result.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   return result;
 }
 

@@ -21,9 +21,10 @@ struct CliOutcome {
 CliOutcome parse_launch_command_line(const std::vector<std::string>& args, LaunchOptions* options,
                                      std::ostream& out, std::ostream& err);
 
-// `args` with the first `-np` / `-np=N` among the launcher's own flags written
-// as `--np`; words of the training command are never touched.
-// `value_flags` are the flags that take a separate value word.
+// `args` with horovodrun's single-dash `-np` / `-hostfile` among the
+// launcher's own flags written as `--np` / `--hostfile`, and `--flag=` (an
+// empty value) as `--flag ""`; words of the training command are never
+// touched. `value_flags` are the flags that take a value word.
 std::vector<std::string> normalize_np_flag(const std::vector<std::string>& args,
                                            const std::vector<std::string>& value_flags);
 

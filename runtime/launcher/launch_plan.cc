@@ -271,12 +271,31 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
   return Status::OK();
 }
 
+namespace {
+// A name `-x NAME` carries: letters, digits and underscores.
+bool plain_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool machine_variable(const std::string& name) {
+  for (const char* own : kNotForwarded)
+    if (name == own) return true;
+  for (const char* prefix : kNotForwardedPrefixes)
+    if (starts_with(name, prefix)) return true;
+  return false;
+}
+}  // namespace
+
 std::vector<std::string> forwarded_variables(const EnvMap& env,
-                                             const std::vector<EnvAssignment>& assignments) {
+                                             const std::vector<EnvAssignment>& assignments,
+                                             bool every_variable) {
   std::vector<std::string> names;
   for (const auto& [name, value] : env) {
     bool wanted = starts_with(name, "RINGSCOPE_") || starts_with(name, "HOROVOD_");
     for (const char* fixed : kForwardedVariables) wanted = wanted || name == fixed;
+    if (every_variable) wanted = wanted || (plain_name(name) && !machine_variable(name));
     bool assigned = std::any_of(assignments.begin(), assignments.end(),
                                 [&](const EnvAssignment& a) { return a.first == name; });
     if (wanted && !assigned) names.push_back(name);
@@ -338,7 +357,10 @@ Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root
   result.np = static_cast<int>(np);
   s = rank_assignments(options, env, &result.assignments, &result.settings_source);
   if (!s.ok()) return s;
-  result.forwarded = forwarded_variables(env, result.assignments);
+  // Ranks on other hosts start from a fresh environment (ssh): they get this
+  // one's, as with horovodrun (NCCL_*, CUDA_VISIBLE_DEVICES, a DATA_DIR...).
+  const bool other_hosts = options.hosts.has_value() || options.hostfile.has_value();
+  result.forwarded = forwarded_variables(env, result.assignments, other_hosts);
   result.argv = build_mpirun_argv(result.np, options, mpi_args, result.assignments,
                                   result.forwarded, as_root);
   *plan = std::move(result);

@@ -88,10 +88,22 @@ Status check_hostfile_readable(const std::string& path);
 Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
                         std::vector<EnvAssignment>* assignments, std::string* settings_source);
 
-// Names to forward with `-x NAME`: kForwardedVariables and RINGSCOPE_* /
-// HOROVOD_* that are set in `env`, minus those in `assignments`; sorted.
+// Names to forward with `-x NAME`, minus those in `assignments`; sorted. On
+// one host: kForwardedVariables and RINGSCOPE_* / HOROVOD_* that are set in
+// `env` (the ranks inherit the rest from mpirun). With other hosts
+// (`every_variable`): every variable, as horovodrun does, except those that
+// describe this machine or session (kNotForwarded) and names -x cannot carry.
 std::vector<std::string> forwarded_variables(const EnvMap& env,
-                                             const std::vector<EnvAssignment>& assignments);
+                                             const std::vector<EnvAssignment>& assignments,
+                                             bool every_variable = false);
+
+// Not forwarded to other hosts: this machine's or this login's own.
+inline constexpr const char* kNotForwarded[] = {
+    "HOSTNAME", "HOST", "PWD",   "OLDPWD", "SHLVL",   "_",          "HOME",   "USER",
+    "LOGNAME",  "MAIL", "SHELL", "TERM",   "DISPLAY", "XAUTHORITY", "TMPDIR", "LS_COLORS"};
+// Nor variables with these prefixes (Open MPI's own, ssh's, bash functions).
+inline constexpr const char* kNotForwardedPrefixes[] = {"OMPI_", "PMIX_",      "PRTE_", "OPAL_",
+                                                        "SSH_",  "BASH_FUNC_", "XDG_"};
 
 // The mpirun words for horovodrun's transport flags: --output-filename,
 // --network-interfaces (TCP and Open MPI's own channel), -p / -i (ssh).

@@ -141,8 +141,8 @@ Status options_from_env(const EnvLookup& env, Options* out) {
   if (auto v = first({"RINGSCOPE_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY"})) {
     s = parse_int(v->first, v->second, 0, 1 << 20, &o.cache_capacity);
     if (!s.ok()) return s;
+    o.settings.cache_enabled = o.cache_capacity > 0;
   }
-  o.settings.cache_enabled = o.cache_capacity > 0;
   if (auto v = first({"RINGSCOPE_STALL_CHECK_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS"})) {
     s = parse_double(v->first, v->second, 0.0, 1e6, &o.stall_check_seconds);
     if (!s.ok()) return s;
@@ -204,7 +204,8 @@ Status options_from_env(const EnvLookup& env, Options* out) {
   }
   if (auto v = env("RINGSCOPE_TRACE")) {
     o.trace_path = *v;
-  } else if (auto h = env("HOROVOD_TIMELINE"); h && !h->empty()) {
+  } else if (auto h = env("HOROVOD_TIMELINE"); h && !h->empty() && *h != "DYNAMIC") {
+    // DYNAMIC is Horovod's "no trace at init; start_timeline() starts one".
     o.trace_path = trace_base_for_horovod_timeline(*h);
   }
   s = autotune_options_from_env(env, &o.autotune);

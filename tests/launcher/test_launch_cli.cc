@@ -142,6 +142,32 @@ TEST_CASE("cli: -np is only rewritten among the launcher's flags", "[launch_cli]
   CHECK(ringscope::normalize_np_flag({"--", "-np", "2"}, value_flags) == Words{"--", "-np", "2"});
 }
 
+TEST_CASE("cli: horovodrun's -hostfile is the hostfile, not a call for help", "[launch_cli]") {
+  Parsed p = parse({"-np", "2", "-hostfile", "h.txt", "python", "t.py"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.hostfile == "h.txt");
+  CHECK(p.options.command == Words{"python", "t.py"});
+  p = parse({"-hostfile=h2.txt", "-np", "2", "python"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.hostfile == "h2.txt");
+}
+
+TEST_CASE("cli: --flag= is an empty value, never the next word", "[launch_cli]") {
+  // `--trace="$TRACE"` with TRACE unset, `--mpi-args="$EXTRA"` with EXTRA empty.
+  Parsed p = parse({"-np", "2", "--mpi-args=", "python", "train.py"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.mpi_args == "");
+  CHECK(p.options.command == Words{"python", "train.py"});
+  p = parse({"-np", "2", "--trace=", "--", "python"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.trace_path == "");  // plan_launch refuses an empty path
+  CHECK(p.options.command == Words{"python"});
+  p = parse({"-np", "2", "--settings=", "--verbose", "python"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.settings_path == "");
+  CHECK(p.options.verbose);
+}
+
 TEST_CASE("cli: unknown flags and missing values and help", "[launch_cli]") {
   Parsed p = parse({"-np", "2", "--bogus", "python"});
   CHECK_FALSE(p.outcome.proceed);

@@ -146,6 +146,31 @@ TEST_CASE("plan: forwarded variables and ours replacing the environment's", "[la
   CHECK(Words(plan.argv.end() - 2, plan.argv.end()) == Words{"python", "train.py"});
 }
 
+TEST_CASE("plan: with other hosts every variable but this machine's is forwarded",
+          "[launch_plan]") {
+  // Ranks started over ssh begin from a fresh environment (horovodrun
+  // forwards everything too).
+  EnvMap env = {{"PATH", "/usr/bin"},
+                {"NCCL_SOCKET_IFNAME", "eth0"},
+                {"CUDA_VISIBLE_DEVICES", "0,1"},
+                {"DATA_DIR", "/data"},
+                {"HOME", "/root"},
+                {"HOSTNAME", "node1"},
+                {"OMPI_MCA_foo", "x"},
+                {"SSH_AUTH_SOCK", "/tmp/s"},
+                {"BASH_FUNC_f%%", "() {}"},
+                {"RINGSCOPE_CYCLE_TIME", "9"}};
+  LaunchOptions o = basic();
+  o.hosts = "a:1,b:1";
+  o.cycle_time_ms = "1.5";
+  LaunchPlan plan = plan_ok(o, env);
+  CHECK(plan.forwarded == Words{"CUDA_VISIBLE_DEVICES", "DATA_DIR", "NCCL_SOCKET_IFNAME", "PATH"});
+  CHECK(has_pair(plan.argv, "-x", "NCCL_SOCKET_IFNAME"));
+  // One host: the ranks inherit mpirun's environment; only ours is named.
+  o.hosts.reset();
+  CHECK(plan_ok(o, env).forwarded == Words{"PATH"});
+}
+
 TEST_CASE("plan: --mpi-args are split and inserted before the -x list", "[launch_plan]") {
   LaunchOptions o = basic();
   o.mpi_args = "--mca btl tcp,self -x 'NOTE=two words'";

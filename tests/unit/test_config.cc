@@ -254,3 +254,18 @@ TEST_CASE("a cycle time too small for a normal double is read as that tiny numbe
   CHECK(o.settings.cycle_time_ms < 1e-300);
   CHECK_FALSE(options_from_env(env_of({{"RINGSCOPE_CYCLE_TIME", "1e400"}}), &o).ok());
 }
+
+TEST_CASE("HOROVOD_TIMELINE=DYNAMIC starts no trace at init", "[config]") {
+  Options o;
+  REQUIRE(options_from_env(env_of({{"HOROVOD_TIMELINE", "DYNAMIC"}}), &o).ok());
+  CHECK(o.trace_path.empty());
+  REQUIRE(options_from_env(env_of({{"HOROVOD_TIMELINE", "t.json"}}), &o).ok());
+  CHECK_FALSE(o.trace_path.empty());
+}
+
+TEST_CASE("the environment changes the cache switch only when it sets a capacity", "[config]") {
+  Options o;
+  o.settings.cache_enabled = false;
+  REQUIRE(options_from_env(env_of({}), &o).ok());
+  CHECK_FALSE(o.settings.cache_enabled);
+}
