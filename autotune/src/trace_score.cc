@@ -17,43 +17,6 @@ bool is_allreduce(uint16_t kind) {
          kind == static_cast<uint16_t>(EventKind::kNcclAllreduce);
 }
 
-// Settings at the start of the trace: the meta keys the runtime writes, else
-// defaults. `capacity`: meta cache_capacity, 0 when absent.
-TuneSettings settings_from_meta(const TraceReader& reader, bool* found, int64_t* capacity) {
-  TuneSettings s = default_settings();
-  *found = false;
-  *capacity = 0;
-  try {
-    std::string v = reader.meta_value("fusion_threshold_bytes");
-    if (!v.empty()) s.fusion_threshold_bytes = std::stoll(v), *found = true;
-    v = reader.meta_value("cycle_time_ms");
-    if (!v.empty()) s.cycle_time_ms = std::stod(v), *found = true;
-    v = reader.meta_value("cache_capacity");
-    if (!v.empty()) {
-      *capacity = std::max<int64_t>(std::stoll(v), 0);
-      s.cache_enabled = *capacity > 0, *found = true;
-    }
-  } catch (const std::exception&) {  // malformed meta: keep what parsed
-  }
-  return s;
-}
-
-void apply_change(const SettingChange& change, TuneSettings* s) {
-  switch (static_cast<SettingKey>(change.key)) {
-    case SettingKey::kFusionThresholdBytes:
-      s->fusion_threshold_bytes = change.value;
-      break;
-    case SettingKey::kCycleTimeNs:
-      s->cycle_time_ms = change.value / 1e6;
-      break;
-    case SettingKey::kCacheEnabled:
-      s->cache_enabled = change.value != 0;
-      break;
-    default:
-      break;
-  }
-}
-
 // Windows between STEP marks (steps_per_window marks each).
 std::vector<ScoreWindow> step_windows(const std::vector<int64_t>& marks,
                                       const std::vector<CollectiveEnd>& ends, int per_window) {
@@ -83,6 +46,41 @@ std::vector<ScoreWindow> collective_windows(const std::vector<CollectiveEnd>& en
 }
 
 }  // namespace
+
+TuneSettings settings_from_meta(const TraceReader& reader, bool* found, int64_t* capacity) {
+  TuneSettings s = default_settings();
+  *found = false;
+  *capacity = 0;
+  try {
+    std::string v = reader.meta_value("fusion_threshold_bytes");
+    if (!v.empty()) s.fusion_threshold_bytes = std::stoll(v), *found = true;
+    v = reader.meta_value("cycle_time_ms");
+    if (!v.empty()) s.cycle_time_ms = std::stod(v), *found = true;
+    v = reader.meta_value("cache_capacity");
+    if (!v.empty()) {
+      *capacity = std::max<int64_t>(std::stoll(v), 0);
+      s.cache_enabled = *capacity > 0, *found = true;
+    }
+  } catch (const std::exception&) {  // malformed meta: keep what parsed
+  }
+  return s;
+}
+
+void apply_setting_change(const SettingChange& change, TuneSettings* s) {
+  switch (static_cast<SettingKey>(change.key)) {
+    case SettingKey::kFusionThresholdBytes:
+      s->fusion_threshold_bytes = change.value;
+      break;
+    case SettingKey::kCycleTimeNs:
+      s->cycle_time_ms = change.value / 1e6;
+      break;
+    case SettingKey::kCacheEnabled:
+      s->cache_enabled = change.value != 0;
+      break;
+    default:
+      break;
+  }
+}
 
 double ScoreWindow::bytes_per_second() const {
   return end_ns > begin_ns ? bytes * 1e9 / static_cast<double>(end_ns - begin_ns) : 0.0;
@@ -217,7 +215,7 @@ Status score_trace(const TraceReader& reader, const std::string& source,
   size_t next_change = 0;
   for (const ScoreWindow& w : windows) {
     while (next_change < changes.size() && changes[next_change].time_ns <= w.begin_ns)
-      apply_change(changes[next_change++], &current);
+      apply_setting_change(changes[next_change++], &current);
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& g) { return g.first == current; });
     if (it == groups.end()) it = groups.insert(groups.end(), {current, {}});

@@ -11,30 +11,6 @@ using autotune::ScoreWindow;
 using autotune::TraceScore;
 using autotune::TuneSettings;
 
-// Settings before any SETTINGS event: the meta keys the runtime writes.
-TuneSettings settings_from_meta(const TraceReader& reader) {
-  TuneSettings s = autotune::default_settings();
-  try {
-    std::string v = reader.meta_value("fusion_threshold_bytes");
-    if (!v.empty()) s.fusion_threshold_bytes = std::stoll(v);
-    v = reader.meta_value("cycle_time_ms");
-    if (!v.empty()) s.cycle_time_ms = std::stod(v);
-    v = reader.meta_value("cache_capacity");
-    if (!v.empty()) s.cache_enabled = std::stoll(v) > 0;
-  } catch (const std::exception&) {  // malformed meta: keep what parsed
-  }
-  return s;
-}
-
-void apply_change(const SettingChange& change, TuneSettings* s) {
-  if (change.key == static_cast<int32_t>(SettingKey::kFusionThresholdBytes))
-    s->fusion_threshold_bytes = change.value;
-  else if (change.key == static_cast<int32_t>(SettingKey::kCycleTimeNs))
-    s->cycle_time_ms = change.value / 1e6;
-  else if (change.key == static_cast<int32_t>(SettingKey::kCacheEnabled))
-    s->cache_enabled = change.value != 0;
-}
-
 }  // namespace
 
 Status read_online_trials(const TraceReader& reader, const std::string& source,
@@ -63,7 +39,9 @@ Status read_online_trials(const TraceReader& reader, const std::string& source,
   s = reader.settings(&changes);
   if (!s.ok()) return s;
   std::erase_if(changes, [&](const SettingChange& c) { return c.rank != rank; });
-  const TuneSettings initial = settings_from_meta(reader);
+  bool meta_found = false;
+  int64_t cache_capacity = 0;
+  const TuneSettings initial = autotune::settings_from_meta(reader, &meta_found, &cache_capacity);
   for (auto& [trial, list] : windows) {
     std::sort(list.begin(), list.end(),
               [](const ScoreWindow& a, const ScoreWindow& b) { return a.begin_ns < b.begin_ns; });
@@ -78,8 +56,9 @@ Status read_online_trials(const TraceReader& reader, const std::string& source,
     score.run_id = reader.meta_value("run_id");
     score.settings_origin = "SETTINGS events before the trial";
     score.settings = initial;
+    score.cache_capacity = cache_capacity;  // kept in the settings file written from it
     for (const SettingChange& c : changes)
-      if (c.time_ns <= list.front().begin_ns) apply_change(c, &score.settings);
+      if (c.time_ns <= list.front().begin_ns) autotune::apply_setting_change(c, &score.settings);
     score.windows = list;
     for (const ScoreWindow& w : list) score.total_bytes += w.bytes;
     if (!autotune::summarize_windows(name, &score).ok()) {

@@ -57,9 +57,13 @@ struct OnlineTrial {
   int64_t bytes_per_window;  // every window lasts 100 ms
 };
 
-void write_online_run(const std::string& base, const std::vector<OnlineTrial>& trials) {
+void write_online_run(const std::string& base, const std::vector<OnlineTrial>& trials,
+                      const std::string& cache_capacity = "1024") {
   TraceWriter writer;
-  REQUIRE(writer.open(per_rank_trace_path(base, 0), 0, 1, {{"run_id", "online-run"}}).ok());
+  REQUIRE(writer
+              .open(per_rank_trace_path(base, 0), 0, 1,
+                    {{"run_id", "online-run"}, {"cache_capacity", cache_capacity}})
+              .ok());
   writer.set_clock_offset_start(0, 1000, 0);
   int64_t t = 1'000'000;
   for (size_t id = 0; id < trials.size(); ++id) {
@@ -254,6 +258,24 @@ TEST_CASE("tune session: online autotuning trials come from AUTOTUNE_TRIAL windo
   for (const std::string& m : session.messages())
     skipped |= m.find("online trial 2") != std::string::npos;
   CHECK(skipped);
+}
+
+TEST_CASE("tune session: the settings file from online trials keeps the run's cache capacity",
+          "[tune]") {
+  TempDir dir;
+  const std::string base = dir.file("online4096.sqlite");
+  write_online_run(base, {{4 << 20, 2.0, 3, 100'000'000}, {64 << 20, 0.5, 3, 150'000'000}}, "4096");
+  TuneSession session;
+  session.add_traces({base});
+  REQUIRE(session.wait_idle(std::chrono::seconds(60)).ok());
+  session.poll();
+  REQUIRE(session.model().trials.size() == 2);
+  const std::string path = dir.file("next.json");
+  REQUIRE(session.write_settings(path, autotune::Pick::kBest).ok());
+  SettingsFile file;
+  REQUIRE(read_settings_file(path, &file).ok());
+  REQUIRE(file.cache_enabled);
+  CHECK(file.cache_capacity == 4096);
 }
 
 TEST_CASE("tune session: a trace still being written is read through a copy and rescored",

@@ -1,6 +1,10 @@
 // View actions without a window: zooming to a dragged range (Shift + drag),
 // jumping to a search match, and the fit-selection key (Z) on a synthetic
 // 4-rank run; the visible range they leave behind is checked.
+#include <sqlite3.h>
+
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "collective_search.h"
@@ -67,4 +71,32 @@ TEST_CASE("zoom to a range, jump to a collective, fit the selection", "[actions]
     CHECK(state.view_end_ns > t.draw_end(3));
     CHECK(state.view_end_ns - state.view_begin_ns < 2 * (t.draw_end(3) - t.events.start_ns[3]));
   }
+}
+
+TEST_CASE("fit all covers a trace whose clock offset is near the end of int64", "[actions]") {
+  // A damaged (or hand-edited) offset puts rank 1 3e18 ns away: the range
+  // arithmetic overflowed and fit-all showed an empty 50 ns window.
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 2;
+  run.cycles = 4;
+  const std::vector<std::string> files = test::write_synthetic_run(dir.file("far.sqlite"), run);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(files[1].c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "UPDATE ranks SET clock_offset_ns = 3000000000000000000, "
+                       "clock_offset_end_ns = 3000000000000000000",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  TimelineModel model;
+  REQUIRE(model.load({dir.file("far.sqlite")}).ok());
+  REQUIRE(model.trace().end_ns - model.trace().begin_ns > 1'000'000'000'000'000'000);
+  ViewState state;
+  fit_all(model, state);
+  CHECK(state.view_begin_ns <= model.trace().begin_ns);
+  CHECK(state.view_end_ns >= model.trace().end_ns);
+  pan_by(model, state, std::numeric_limits<int64_t>::max());
+  CHECK(state.view_end_ns > state.view_begin_ns);
+  zoom_at(model, state, std::numeric_limits<int64_t>::min(), 0.5);
+  CHECK(state.view_end_ns > state.view_begin_ns);
 }

@@ -89,6 +89,13 @@ std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vecto
 // score and its variance). Error: the median window allreduced no bytes.
 Status summarize_windows(const std::string& source, TraceScore* out);
 
+// Settings at the start of a trace: the meta keys the runtime writes
+// (*found when any was there), else the defaults; *cache_capacity: meta
+// cache_capacity, 0 when absent.
+TuneSettings settings_from_meta(const TraceReader& reader, bool* found, int64_t* cache_capacity);
+// `s` after one SETTINGS event.
+void apply_setting_change(const SettingChange& change, TuneSettings* s);
+
 // Median and quantiles of a copy of `values` (linear interpolation).
 double quantile(std::vector<double> values, double q);
 
