@@ -43,6 +43,8 @@ bool read_bookmark(const json& item, Bookmark* out) {
     key.kind = e["kind"].get<uint16_t>();
     key.start_ns = e["start_ns"].get<int64_t>();
     key.seq_index = e["seq_index"].get<int32_t>();
+    if (e.contains("local_start_ns") && e["local_start_ns"].is_number_integer())
+      key.local_start_ns = e["local_start_ns"].get<int64_t>();
     out->event = key;
   }
   return true;
@@ -98,11 +100,14 @@ Status BookmarkStore::save() const {
   for (const Bookmark& b : entries_) {
     json item = {{"name", b.name}, {"begin_ns", b.begin_ns}, {"end_ns", b.end_ns}};
     if (b.collective) item["collective"] = {b.collective->cycle, b.collective->seq_index};
-    if (b.event)
+    if (b.event) {
       item["event"] = {{"rank", b.event->rank},
                        {"kind", b.event->kind},
                        {"start_ns", b.event->start_ns},
                        {"seq_index", b.event->seq_index}};
+      if (b.event->local_start_ns != EventKey::kUnknown)
+        item["event"]["local_start_ns"] = b.event->local_start_ns;
+    }
     list.push_back(std::move(item));
   }
   const json doc = {{"version", 1}, {"trace", trace_key_}, {"bookmarks", list}};

@@ -165,3 +165,42 @@ TEST_CASE("a live trace with a mistyped second input fails, naming the input", "
   REQUIRE(model.load({path}).ok());  // the live file alone still loads
   CHECK(model.trace().event_count == 5);
 }
+
+TEST_CASE("a selection on rank 1 survives the end of the run, when the drift correction moves it",
+          "[live]") {
+  // The end clock offset is written at shutdown: loads during the run have
+  // no drift correction, the last one has, and every event of rank 1 moves
+  // on rank 0's clock. The selection is found again by its own clock.
+  test::TempDir dir;
+  const std::string base = dir.file("drift.sqlite");
+  TraceWriter writers[2];
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(writers[r].open(per_rank_trace_path(base, r), r, 2, {{"run_id", "drift"}}).ok());
+    writers[r].set_clock_offset_start(r * 1'000, 1000, 0);
+    record_allreduces(writers[r], writers[r].intern("grad/drift"), 0, 10);
+    REQUIRE(writers[r].flush().ok());
+  }
+  TimelineModel model;
+  REQUIRE(model.load({base}).ok());
+  REQUIRE(model.ranks().size() == 2);
+  const RankTimeline& rank1 = model.ranks()[1];
+  REQUIRE(rank1.info.rank == 1);
+  uint32_t track = 0;
+  while (rank1.tracks[track].family != TrackFamily::kCollective) ++track;
+  const EventColumns& e = rank1.tracks[track].events;
+  const EventRef late{1, track, static_cast<uint32_t>(e.start_ns.size() - 1)};
+  const EventKey key = event_key_of(model, late);
+  REQUIRE(find_event(model, key));
+  for (int r = 0; r < 2; ++r) {  // the end offset differs by 50 us: drift
+    writers[r].set_clock_offset_end(r * 51'000, 1000, 10'000'000);
+    REQUIRE(writers[r].close().ok());
+  }
+  REQUIRE(model.refresh().ok());
+  const auto found = find_event(model, key);
+  REQUIRE(found);
+  const EventColumns& after = model.track(*found).events;
+  CHECK(after.start_ns[found->event] != key.start_ns);  // it moved
+  CHECK(after.kind[found->event] == key.kind);
+  CHECK(model.ranks()[found->rank_index].info.rank == 1);
+  CHECK(found->event == late.event);
+}

@@ -151,7 +151,7 @@ TEST_CASE("bookmarks: save, load, replace, delete, per trace", "[bookmarks]") {
   slow.begin_ns = 1'000;
   slow.end_ns = 9'000;
   slow.collective = CollectiveKey{4, 1};
-  slow.event = EventKey{2, 18, 5'000, 1};
+  slow.event = EventKey{2, 18, 5'000, 1, 4'200};  // its own clock too
   CHECK(a.put(slow) == 0);
   Bookmark plain;
   plain.begin_ns = 100;
@@ -175,6 +175,7 @@ TEST_CASE("bookmarks: save, load, replace, delete, per trace", "[bookmarks]") {
   CHECK(*found->collective == CollectiveKey{4, 1});
   REQUIRE(found->event);
   CHECK(*found->event == EventKey{2, 18, 5'000, 1});
+  CHECK(found->event->local_start_ns == 4'200);
   CHECK_FALSE(again.entries()[1].collective);
   CHECK_FALSE(again.entries()[1].event);
 

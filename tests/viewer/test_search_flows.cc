@@ -3,8 +3,12 @@
 // send -> receive step pairs of one collective, and exclusive time parts.
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <tuple>
+
 #include "collective_search.h"
 #include "ring_flows.h"
+#include "ringscope/trace_writer.h"
 #include "time_breakdown.h"
 #include "timeline_model.h"
 #include "trace_compare.h"
@@ -145,4 +149,85 @@ TEST_CASE("compare two traces: phase totals and per-tensor means", "[model][comp
   for (size_t i = 1; i < c.phases.size(); ++i)
     CHECK(std::abs(c.phases[i - 1].b_ns - c.phases[i - 1].a_ns) >=
           std::abs(c.phases[i].b_ns - c.phases[i].a_ns));
+}
+
+namespace {
+
+struct StepEvent {
+  int rank;
+  uint16_t kind;
+  int32_t seq_index, step, peer_send, peer_recv;
+  int64_t start_us, end_us;
+};
+
+// Per-rank files of `n` ranks holding a CYCLE span (cycle 1) and `steps`.
+void write_steps(const std::string& base, int n, const std::vector<StepEvent>& steps) {
+  for (int r = 0; r < n; ++r) {
+    TraceWriter w;
+    REQUIRE(w.open(per_rank_trace_path(base, r), r, n, {{"run_id", "steps"}}).ok());
+    w.set_clock_offset_start(0, 1000, 0);
+    TraceEvent cycle;
+    cycle.kind = static_cast<uint16_t>(EventKind::kCycle);
+    cycle.cycle = 1;
+    cycle.start_ns = 0;
+    cycle.end_ns = 100'000;
+    w.record(cycle);
+    for (const StepEvent& s : steps) {
+      if (s.rank != r) continue;
+      TraceEvent e;
+      e.kind = s.kind;
+      e.cycle = 1;
+      e.seq_index = s.seq_index;
+      e.step = s.step;
+      e.peer_send = s.peer_send;
+      e.peer_recv = s.peer_recv;
+      e.start_ns = s.start_us * 1000;
+      e.end_ns = s.end_us * 1000;
+      w.record(e);
+    }
+    REQUIRE(w.close().ok());
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "flows follow peers, not step numbers: recursive doubling at 3 ranks, a chain "
+    "broadcast",
+    "[model][flows]") {
+  // As the runtime records them: at 3 ranks rank 0 folds into rank 1 (its
+  // step 0 is rank 1's step 0), ranks 1 and 2 exchange (rank 1's step 1,
+  // rank 2's step 0), rank 1 sends the result back (its step 2, rank 0's
+  // step 1). A chain broadcast's receiver counts its hop one higher.
+  const auto rd = static_cast<uint16_t>(EventKind::kRecursiveDoublingStep);
+  const auto bc = static_cast<uint16_t>(EventKind::kBroadcastStep);
+  test::TempDir dir;
+  write_steps(dir.file("steps.sqlite"), 3,
+              {{0, rd, 0, 0, 1, -1, 0, 10},
+               {1, rd, 0, 0, -1, 0, 0, 10},
+               {1, rd, 0, 1, 2, 2, 10, 20},
+               {2, rd, 0, 0, 1, 1, 10, 20},
+               {1, rd, 0, 2, 0, -1, 30, 40},
+               {0, rd, 0, 1, -1, 1, 30, 40},
+               {0, bc, 1, 0, 1, -1, 50, 60},
+               {1, bc, 1, 1, 2, 0, 50, 70},
+               {2, bc, 1, 2, -1, 1, 60, 80}});
+  TimelineModel model;
+  const Status loaded = model.load({dir.file("steps.sqlite")});
+  INFO(loaded.to_string());
+  REQUIRE(loaded.ok());
+  auto flows_of = [&](int32_t seq) {
+    std::vector<RingFlow> flows;
+    REQUIRE(ring_flows(model, {1, seq}, &flows).ok());
+    std::set<std::tuple<int, int, int64_t, int64_t>> out;  // from, to, from start, to start
+    for (const RingFlow& f : flows)
+      out.insert({model.ranks()[f.from_rank_index].info.rank,
+                  model.ranks()[f.to_rank_index].info.rank, f.from_start_ns / 1000,
+                  f.to_start_ns / 1000});
+    return out;
+  };
+  using Flow = std::tuple<int, int, int64_t, int64_t>;
+  CHECK(flows_of(0) ==
+        std::set<Flow>{{0, 1, 0, 0}, {1, 2, 10, 10}, {2, 1, 10, 10}, {1, 0, 30, 30}});
+  CHECK(flows_of(1) == std::set<Flow>{{0, 1, 50, 50}, {1, 2, 50, 60}});
 }
