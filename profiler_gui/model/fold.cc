@@ -87,6 +87,11 @@ void fold_track(const Track& track, const FoldRequest& request, std::vector<Fold
       item.row = static_cast<uint8_t>(row);
       out->push_back(item);
       i = j;
+      // In the shared row a long span (a stalled tensor's negotiation) lifts
+      // the end envelope: the events under it that end before the view would
+      // each become an item at its left edge. Skip them.
+      if (overlapping_row)
+        while (i < row_end && ev.start_ns[i] < t0 && track.draw_end(i) < t0) ++i;
     }
   }
 }

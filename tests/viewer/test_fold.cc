@@ -159,3 +159,50 @@ TEST_CASE("on equal starts the longer event takes the upper row", "[fold]") {
   CHECK(track.first_ns == 1000);
   CHECK(track.last_ns == 1500);
 }
+
+TEST_CASE("a long span in the shared row does not turn the events before the view into items",
+          "[fold]") {
+  // A stalled tensor's negotiation lasts 1 s in the shared row, beside pairs
+  // of overlapping negotiations every microsecond. Zoomed to 10 us in the
+  // middle, only what is in view becomes an item.
+  LaneColumns lane;
+  const uint16_t negotiate = static_cast<uint16_t>(EventKind::kNegotiate);
+  push(lane, negotiate, 0, 500);
+  push(lane, negotiate, 100, 1'000'000'000);  // row 0 is busy: the shared row
+  for (int64_t t = 1000; t < 1'000'000'000; t += 1000) {
+    push(lane, negotiate, t, 600);
+    push(lane, negotiate, t + 100, 600);  // overlaps: the shared row too
+  }
+  const Track track = build_track(TrackFamily::kNegotiation, {&lane});
+  REQUIRE(track.rows() == 2);
+  std::vector<FoldItem> items;
+  fold_track(track, {500'000'000, 500'010'000, 1000, 3.0f}, &items);
+  size_t left_of_view = 0;
+  for (const FoldItem& item : items) left_of_view += item.x1 < 0;
+  CHECK(left_of_view == 0);
+  CHECK(items.size() < 100);
+}
+
+TEST_CASE("an online-tuned run's nested spans leave its STEP marks unfolded", "[fold]") {
+  // A decision over its trials over back-to-back windows, STEP marks every
+  // 10 ms inside: with one shared row every mark folded at every zoom.
+  LaneColumns lane;
+  const uint16_t trial = static_cast<uint16_t>(EventKind::kAutotuneTrial);
+  const uint16_t step = static_cast<uint16_t>(EventKind::kStep);
+  constexpr int64_t kMs = 1'000'000;
+  push(lane, trial, 0, 1000 * kMs);  // the decision
+  push(lane, trial, 0, 500 * kMs);   // two trials
+  push(lane, trial, 500 * kMs, 500 * kMs);
+  for (int64_t w = 0; w < 10; ++w) push(lane, trial, w * 100 * kMs, 100 * kMs);  // windows
+  for (int64_t m = 5; m < 1000; m += 10) push(lane, step, m * kMs, 0);
+  const Track track = build_track(TrackFamily::kUser, {&lane});
+  std::vector<FoldItem> items;
+  fold_track(track, {150 * kMs, 170 * kMs, 1000, 3.0f}, &items);
+  int marks = 0;
+  for (const FoldItem& item : items)
+    if (item.kind == step) {
+      CHECK(item.count == 1);
+      ++marks;
+    }
+  CHECK(marks == 2);  // 155 and 165 ms
+}
