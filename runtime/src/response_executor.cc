@@ -61,6 +61,20 @@ void ResponseExecutor::shutdown_device(double timeout_seconds, const Status& rea
   device_.reset();
 }
 
+void ResponseExecutor::record_fused_members(const ExecutionParams& p, const FusionGroup& g,
+                                            const std::vector<Response>& responses,
+                                            const std::vector<TensorEntry*>& entries,
+                                            int64_t group_start) const {
+  if (!p.recorder) return;
+  for (size_t i = 0; i < g.members.size(); ++i)
+    record(p, EventKind::kFusionMember, p.recorder->now_ns(), static_cast<int32_t>(g.members[i]),
+           entries[g.members[i]]->name_id, static_cast<int64_t>(responses[g.members[i]].bytes()),
+           static_cast<int64_t>(g.offsets[i]), 0, static_cast<int32_t>(i));
+  record(p, EventKind::kFusion, group_start, static_cast<int32_t>(g.members[0]),
+         entries[g.members[0]]->name_id, static_cast<int64_t>(g.bytes), 0,
+         static_cast<int32_t>(g.members.size()));
+}
+
 Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
                                        const std::vector<TensorEntry*>& entries,
                                        const ExecutionParams& p) {
@@ -78,8 +92,12 @@ Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<R
   ctx.recorder = p.recorder;
   const Response& r = responses[first];
   switch (r.tensor.op) {
-    case OpType::kAllreduce:
-      return device_->allreduce(g, responses, entries, ctx);
+    case OpType::kAllreduce: {
+      const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
+      Status s = device_->allreduce(g, responses, entries, ctx);
+      if (s.ok() && g.fused()) record_fused_members(p, g, responses, entries, start);
+      return s;
+    }
     case OpType::kAllgather:
       return device_->allgather(first, r, entries[first], ctx);
     case OpType::kBroadcast:

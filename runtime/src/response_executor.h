@@ -76,6 +76,14 @@ class ResponseExecutor {
   // stopped.
   Status free_shared_regions(double timeout_seconds);
 
+  // A device group's members, recorded on the host as the host path records
+  // them (FUSION_MEMBER instants inside a FUSION span from `group_start`):
+  // the device spans name the first tensor only, and the viewer's readiness,
+  // search and compare, and `trace stats`, find the others through these.
+  void record_fused_members(const ExecutionParams& p, const FusionGroup& g,
+                            const std::vector<Response>& responses,
+                            const std::vector<TensorEntry*>& entries, int64_t group_start) const;
+
  private:
   Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
                        const std::vector<TensorEntry*>& entries, const ExecutionParams& p);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "api_internal.h"
+#include "capture_recorder.h"
 #include "config.h"
 #include "coordinator.h"
 #include "device_collectives.h"
@@ -14,6 +15,7 @@
 #include "gpu_plan.h"
 #include "local_world.h"
 #include "response_cache.h"
+#include "response_executor.h"
 
 using namespace ringscope;
 using namespace ringscope::gpu;
@@ -251,4 +253,48 @@ TEST_CASE("the public API over one in-process rank (no MPI), as the GPU tests us
   }
   shutdown();
   CHECK_FALSE(is_initialized());
+}
+
+TEST_CASE("a fused device group records its members on the host, inside a FUSION span",
+          "[gpu][trace]") {
+  // The device spans name the group's first tensor only; the viewer's
+  // readiness and search find the others through FUSION_MEMBER events.
+  CaptureRecorder recorder;
+  ExecutionParams p;
+  p.cycle = 9;
+  p.recorder = &recorder;
+  std::vector<Response> responses(3);
+  std::vector<TensorEntry> storage(3);
+  std::vector<TensorEntry*> entries;
+  for (int i = 0; i < 3; ++i) {
+    responses[i].tensor = device_req("t" + std::to_string(i), 0);
+    storage[i].name_id = 100 + i;
+    entries.push_back(&storage[i]);
+  }
+  FusionGroup g;
+  g.members = {0, 2};  // response 1 went in another group
+  g.offsets = {0, 32};
+  g.bytes = 64;
+  run_ranks(1, [&](int, Transport& transport) {
+    ResponseExecutor executor(&transport);
+    executor.record_fused_members(p, g, responses, entries, recorder.now_ns());
+  });
+  const std::vector<TraceEvent> members = recorder.events(EventKind::kFusionMember);
+  const std::vector<TraceEvent> fusion = recorder.events(EventKind::kFusion);
+  REQUIRE(members.size() == 2);
+  REQUIRE(fusion.size() == 1);
+  CHECK(fusion[0].cycle == 9);
+  CHECK(fusion[0].seq_index == 0);
+  CHECK(fusion[0].name_id == 100);
+  CHECK(fusion[0].bytes == 64);
+  CHECK(fusion[0].aux == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(members[i].cycle == 9);
+    CHECK(members[i].seq_index == static_cast<int32_t>(g.members[i]));
+    CHECK(members[i].name_id == 100 + static_cast<int32_t>(g.members[i]));
+    CHECK(members[i].value == static_cast<int64_t>(g.offsets[i]));
+    CHECK(members[i].bytes == 32);
+    CHECK(members[i].start_ns >= fusion[0].start_ns);
+    CHECK(members[i].start_ns <= fusion[0].end_ns);
+  }
 }
