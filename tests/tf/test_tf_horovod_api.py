@@ -104,7 +104,8 @@ def build_queries_answer_like_horovod():
 @test
 def start_timeline_writes_a_trace_per_rank():
     base = os.path.join(SHARED_DIR, "timeline.sqlite")
-    hvd.start_timeline(base, mark_cycles=True)
+    # A Horovod script names a .json timeline: the SQLite trace goes beside it.
+    hvd.start_timeline(os.path.join(SHARED_DIR, "timeline.json"), mark_cycles=True)
     hvd.allreduce(tf.ones([8]), name="timeline.probe")
     hvd.stop_timeline()
     hvd.barrier()
@@ -135,6 +136,16 @@ def keras_value_functions_return_numpy():
         assert "BroadcastGlobalVariablesCallback" in str(e), e
     else:
         raise AssertionError("broadcast_global_variables did not refuse")
+    try:
+        hvd.broadcast_global_variables(0)  # the same answer from ringscope.tensorflow
+    except RuntimeError as e:
+        assert "BroadcastGlobalVariablesCallback" in str(e), e
+    else:
+        raise AssertionError("hvd.broadcast_global_variables did not refuse")
+    # Horovod's positional arguments: device_dense and device_sparse come second.
+    out = hvd.grouped_allreduce([tf.ones([2])], None, "", "", hvd.Compression.none, hvd.Sum,
+                                name="k.grouped")
+    assert np.allclose(out[0].numpy(), [N, N]), out
 
 
 @test

@@ -38,6 +38,7 @@ __all__ = [
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
     "join", "SyncBatchNormalization", "PartialDistributedGradientTape",
+    "broadcast_global_variables",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -123,9 +124,13 @@ def start_timeline(file_path, mark_cycles=False):
     <file_path without .sqlite>.rank<r>.sqlite on every rank (cycles are
     always recorded, so mark_cycles changes nothing). `ringscope trace
     export --chrome` turns the traces into a Chrome-tracing JSON like
-    Horovod's timeline."""
+    Horovod's timeline. A .json ending becomes .sqlite, as with
+    HOROVOD_TIMELINE (t.json: t.rank<r>.sqlite)."""
     del mark_cycles
-    start_trace(file_path)
+    path = str(file_path)
+    if path.endswith(".json"):
+        path = path[: -len(".json")] + ".sqlite"
+    start_trace(path)
 
 
 def stop_timeline():
@@ -220,10 +225,13 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     return compression.decompress(out, ctx)
 
 
-def grouped_allreduce(tensors, average=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0, name=None):
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
+                      compression=Compression.none, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, name=None):
     """Allreduces a list of tensors; they are submitted together, so the
-    runtime fuses them (eagerly too: see _submit_together)."""
+    runtime fuses them (eagerly too: see _submit_together). Horovod's
+    arguments; device_dense and device_sparse are accepted (CPU ops)."""
+    del device_dense, device_sparse
     base = _auto_name("grouped_allreduce", name)
 
     def build(ts):
@@ -318,6 +326,13 @@ def join():
     reducescatter, an alltoall, a GPU tensor or a broadcast from a joined
     root fails on every rank with an error naming the joined ranks."""
     return _ops.ringscope_join()
+
+
+def broadcast_global_variables(root_rank):
+    """Horovod's TF1 call; Keras 3 has no global variables to find."""
+    from ringscope.tensorflow.keras import broadcast_global_variables as keras_version
+
+    keras_version(root_rank)
 
 
 def broadcast_variables(variables, root_rank):
