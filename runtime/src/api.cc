@@ -394,15 +394,28 @@ Status propose_settings(const Settings& settings) {
   return rt->propose_settings(settings);
 }
 
+// start_trace and stop_trace wait for the background loop (a cycle boundary,
+// the peers' clocks): from a completion callback, which runs on the loop's
+// own thread, they would stall every rank until their wait ran out.
+Status refuse_on_runtime_thread(const CurrentRuntime& rt, const char* call) {
+  return Status(StatusCode::kInvalidArgument,
+                std::string(call) +
+                    " from a completion callback would stall the background loop it waits "
+                    "for: call it from the application's own thread",
+                rt->topology().rank);
+}
+
 Status start_trace(const std::string& base_path) {
   CurrentRuntime rt;
   if (!rt) return not_initialized();
+  if (rt->on_runtime_thread()) return refuse_on_runtime_thread(rt, "start_trace");
   return rt->start_trace(base_path);
 }
 
 Status stop_trace() {
   CurrentRuntime rt;
   if (!rt) return not_initialized();
+  if (rt->on_runtime_thread()) return refuse_on_runtime_thread(rt, "stop_trace");
   return rt->stop_trace();
 }
 

@@ -61,6 +61,21 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
                        const Options& options, std::unique_ptr<Runtime>* out) {
   if (options.cache_capacity < 0)
     return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
+  // Options built in C++ skip the environment's range checks: the same ones.
+  auto out_of_range = [&](const char* field, double value, double lo, double hi) {
+    return !(value >= lo && value <= hi)  // NaN too
+               ? Status(StatusCode::kInvalidArgument,
+                        std::string("Options::") + field + " = " + std::to_string(value) +
+                            " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            "]",
+                        topology.rank)
+               : Status::OK();
+  };
+  for (Status s : {out_of_range("op_timeout_seconds", options.op_timeout_seconds, 0.001, 1e6),
+                   out_of_range("settings.cycle_time_ms", options.settings.cycle_time_ms, 0, 1e4),
+                   out_of_range("stall_check_seconds", options.stall_check_seconds, 0, 1e6),
+                   out_of_range("stall_shutdown_seconds", options.stall_shutdown_seconds, 0, 1e6)})
+    if (!s.ok()) return s;
   // Every rank must agree on the cache capacity: it sizes the control vector.
   // The same for shared memory: a rank without it would run the ring alone;
   // and for the algorithm choice: ranks that differ would run different
@@ -125,7 +140,13 @@ thread_local int CallbackScope::depth_ = 0;
 Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
-  shutdown_requested_.store(true);
+  if (!shutdown_requested_.exchange(true))
+    shutdown_cut_ns_.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            (SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                      std::chrono::duration<double>(shutdown_wait_seconds())))
+                .time_since_epoch())
+            .count());
   queue_.wake();
   // The loop stops after this cycle; whoever calls next from outside a
   // callback (or the destructor) joins it.
@@ -135,7 +156,9 @@ void Runtime::shutdown() {
   executor_.shutdown_device(kShutdownTimeoutSeconds,
                             Status(StatusCode::kShutdown, "the runtime was shut down", rank()));
   write_autotune_output();
-  Status s = close_trace(/*measure_end_offset=*/true);
+  // The end clock measurement pings every peer: not after the group broke
+  // (a peer gone would cost the whole wait for nothing).
+  Status s = close_trace(/*measure_end_offset=*/!loop_failed_.load());
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
 }
 
@@ -219,6 +242,7 @@ void Runtime::loop() {
     if (!s.ok()) {
       log(1, "error: " + s.to_string());
       final_status = s;
+      loop_failed_.store(true);
       break;
     }
     cycles_done_.fetch_add(1);
@@ -327,7 +351,9 @@ Status Runtime::run_cycle(bool* stop) {
   const WaitMode mode = pending_.empty()  ? WaitMode::kControl
                         : oversubscribed_ ? WaitMode::kYielding
                                           : WaitMode::kAgreement;
-  Status s = agree(&control.words(), Deadline::after(timeout), mode);
+  Deadline deadline = Deadline::after(timeout);
+  deadline.cut_short = &shutdown_cut_ns_;
+  Status s = agree(&control.words(), deadline, mode);
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
   flags = control.flags();

@@ -205,6 +205,9 @@ class Runtime {
   std::thread thread_;
   std::thread::id loop_thread_id_;
   std::atomic<bool> shutdown_requested_{false};
+  // When a shutdown's wait ends (steady ns; 0: none asked): an agreement
+  // already waiting on a peer that died gives up then, not at the op timeout.
+  std::atomic<int64_t> shutdown_cut_ns_{0};
   std::atomic<int> loop_gate_{0};  // runtime_start.cc: closed, open, or never run
 
   mutable std::mutex settings_mu_;
@@ -290,6 +293,7 @@ class Runtime {
   std::vector<std::unique_ptr<TraceWriter>> closed_traces_;
   std::atomic<uint64_t> cycles_done_{0};
   std::atomic<bool> loop_exited_{false};
+  std::atomic<bool> loop_failed_{false};  // the loop ended on an error (the group broke)
   void wait_for_cycle_boundary();
   void record_settings_snapshot();
   Status close_trace(bool measure_end_offset);

@@ -124,7 +124,7 @@ Status Runtime::close_trace(bool measure_end_offset) {
     ClockOffset offset;
     TraceWriter* w = trace_.get();
     Status s = measure_clock_offset(
-        *transport_, [w] { return w->now_ns(); }, kShutdownTimeoutSeconds, &offset);
+        *transport_, [w] { return w->now_ns(); }, shutdown_wait_seconds(), &offset);
     if (s.ok())
       w->set_clock_offset_end(offset.offset_ns, offset.rtt_ns);
     else

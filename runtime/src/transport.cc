@@ -4,6 +4,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -22,8 +24,12 @@ bool oversubscribed(const Topology& topology) {
 Deadline Deadline::after(double seconds) {
   Deadline d;
   d.seconds = seconds;
+  // Beyond ~292 years the conversion to int64 nanoseconds would overflow (an
+  // infinite timeout came out as a deadline in the past): a century is never.
+  constexpr double kNever = 100.0 * 365 * 24 * 3600;
+  const double bounded = std::isnan(seconds) ? 0.0 : std::clamp(seconds, 0.0, kNever);
   d.at = SteadyClock::now() +
-         std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+         std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(bounded));
   return d;
 }
 

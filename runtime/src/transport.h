@@ -5,6 +5,7 @@
 // Every wait takes a Deadline and returns kTimeout naming the peer.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,8 +39,19 @@ bool oversubscribed(const Topology& topology);
 struct Deadline {
   SteadyClock::time_point at;
   double seconds = 0;  // the budget it was made with, for messages
+  // Also expired once the steady clock passes *cut_short (nanoseconds since
+  // its epoch; 0: not set): a shutdown shortens a wait already under way.
+  const std::atomic<int64_t>* cut_short = nullptr;
   static Deadline after(double seconds);
-  bool expired() const { return SteadyClock::now() >= at; }
+  bool expired() const {
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (now >= at) return true;
+    if (!cut_short) return false;
+    const int64_t cut = cut_short->load(std::memory_order_relaxed);
+    return cut != 0 &&
+           std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() >=
+               cut;
+  }
 };
 
 // Message tags. Control plane and each collective use their own tag so a

@@ -156,3 +156,23 @@ TEST_CASE("shutdown() while other threads submit and query: every call returns a
     CHECK_FALSE(is_initialized());
   }
 }
+
+TEST_CASE("start_trace and stop_trace from a callback are refused, not a stalled loop",
+          "[api][errors]") {
+  start_quiet();
+  std::vector<float> a(8, 1.0f);
+  std::promise<std::pair<Status, Status>> answered;
+  REQUIRE(allreduce_async("trace from callback", DataType::kFloat32, {8}, a.data(), a.data(),
+                          ReduceOp::kSum,
+                          [&](const Status&) {
+                            answered.set_value({stop_trace(), start_trace("/tmp/never")});
+                          })
+              .ok());
+  auto future = answered.get_future();
+  REQUIRE(future.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  const auto [stop, start] = future.get();
+  CHECK(stop.code() == StatusCode::kInvalidArgument);
+  CHECK(stop.message().find("stop_trace from a completion callback") != std::string::npos);
+  CHECK(start.code() == StatusCode::kInvalidArgument);
+  shutdown();
+}

@@ -3,7 +3,11 @@
 // rank's words by recursive doubling at every world size (powers of two and
 // the folded ranks beyond them), back-to-back calls that must not mix, and
 // a dead rank turning into a timeout.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -161,4 +165,41 @@ TEST_CASE("ControlVector visits ready and conflicting slots in order, a word at 
   CHECK(visited(false).empty());
   CHECK(v.flags() == 0);
   CHECK(v.words()[1] == ~uint64_t{0});
+}
+
+TEST_CASE("a wait for a dead peer ends when its deadline is cut short, not at the op timeout",
+          "[control]") {
+  // Runtime::shutdown() sets the cut: an agreement already waiting on a peer
+  // that died gives up after the shutdown wait, not the 300 s op timeout.
+  auto fabric = std::make_shared<LocalFabric>(2);
+  fabric->fail_rank(1);
+  std::atomic<int64_t> cut{0};
+  Status status;
+  const auto start = SteadyClock::now();
+  std::thread cutter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cut.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
+            .count());
+  });
+  run_ranks(
+      2,
+      [&](int r, Transport& t) {
+        if (r == 1) return;  // dead
+        std::vector<uint64_t> w(3, ~uint64_t{0});
+        Deadline d = Deadline::after(120);
+        d.cut_short = &cut;
+        status = t.allreduce_and(&w, d, WaitMode::kControl);
+      },
+      fabric);
+  cutter.join();
+  CHECK(status.code() == StatusCode::kTimeout);
+  CHECK(SteadyClock::now() - start < std::chrono::seconds(60));  // not 120 s
+}
+
+TEST_CASE("a deadline of infinity or beyond int64 nanoseconds never expires", "[control]") {
+  CHECK_FALSE(Deadline::after(std::numeric_limits<double>::infinity()).expired());
+  CHECK_FALSE(Deadline::after(1e10).expired());
+  CHECK(Deadline::after(0).expired());
+  CHECK(Deadline::after(std::nan("")).expired());
 }

@@ -3,7 +3,9 @@
 // in negotiation reaches every rank in its answer. Ranks as threads.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "local_world.h"
 
@@ -43,6 +45,22 @@ TEST_CASE("ranks with different cache capacities refuse to start", "[runtime][er
   for (auto& s : create_two([](int r, Options&o) { o.cache_capacity = r == 0 ? 1024 : 16; })) {
     CHECK(s.code() == StatusCode::kInvalidArgument);
     CHECK(s.message().find("RINGSCOPE_CACHE_CAPACITY") != std::string::npos);
+  }
+}
+
+TEST_CASE("Options out of range refuse to start, naming the field", "[runtime][errors]") {
+  // C++ callers skip the environment's range checks: an infinite op timeout
+  // meant "never" and expired at once; a negative cycle time wrapped.
+  for (auto [field, set] : std::vector<std::pair<std::string, std::function<void(Options&)>>>{
+           {"op_timeout_seconds",
+            [](Options& o) { o.op_timeout_seconds = std::numeric_limits<double>::infinity(); }},
+           {"settings.cycle_time_ms", [](Options& o) { o.settings.cycle_time_ms = -1; }},
+           {"stall_shutdown_seconds",
+            [](Options& o) { o.stall_shutdown_seconds = std::nan(""); }}}) {
+    for (auto& s : create_two([&](int, Options& o) { set(o); })) {
+      CHECK(s.code() == StatusCode::kInvalidArgument);
+      CHECK(s.message().find(field) != std::string::npos);
+    }
   }
 }
 
