@@ -93,13 +93,15 @@ T scale_one(T v, double factor) {
   } else if constexpr (std::is_integral_v<T>) {
     // An Average's factor is 1/n, which double cannot hold exactly: an exact
     // multiple of n times it can land a few ulps below the quotient (49 *
-    // (1.0 / 49) is 0.9999999999999999) and truncate one too low. A product
-    // that close to an integer is that integer.
-    double r = static_cast<double>(v) * factor;
-    const double nearest = std::round(r);
-    if (std::fabs(r - nearest) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(r))
-      r = nearest;
-    return static_cast<T>(r);
+    // (1.0 / 49) is 0.9999999999999999) and truncate one too low. A factor
+    // that is the reciprocal of an integer divides exactly instead
+    // (truncating toward zero, as the product would).
+    if (factor > 0 && factor <= 1) {
+      const double divisor = std::round(1.0 / factor);
+      if (divisor >= 1 && divisor < 9.0e18 && std::fabs(1.0 / factor - divisor) <= 1e-12 * divisor)
+        return static_cast<T>(static_cast<int64_t>(v) / static_cast<int64_t>(divisor));
+    }
+    return static_cast<T>(static_cast<double>(v) * factor);
   } else {  // Eigen::half / Eigen::bfloat16
     return T(static_cast<float>(v) * static_cast<float>(factor));
   }

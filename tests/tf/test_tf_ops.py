@@ -147,8 +147,37 @@ def collectives_in_a_tf_function_are_not_chained():
 
 
 @test
+def a_result_used_on_one_rank_only_still_runs_everywhere():
+    # `if hvd.rank() == 0: tf.print(avg)`: on the other ranks the result is
+    # unused; the op must run there too or rank 0 waits forever.
+    @tf.function
+    def step(x):
+        avg = hvd.allreduce(x, op=hvd.Sum, name="used_on_rank_0")
+        return avg if R == 0 else x
+
+    for _ in range(2):
+        out = step(tf.ones([3]))
+        want = np.full(3, N) if R == 0 else np.ones(3)
+        assert_close(out.numpy(), want, tf.float32, "result used on rank 0 only")
+
+
+@test
+def one_name_twice_in_a_tf_function_runs_in_order():
+    @tf.function
+    def twice():
+        a = hvd.allreduce(tf.fill([4], float(R + 1)), op=hvd.Sum, name="same_name")
+        b = hvd.allreduce(tf.fill([4], 10.0 * (R + 1)), op=hvd.Sum, name="same_name")
+        return a, b
+
+    for _ in range(10):
+        a, b = twice()
+        assert_close(a.numpy(), np.full(4, N * (N + 1) / 2), tf.float32, "first same_name")
+        assert_close(b.numpy(), np.full(4, 10 * N * (N + 1) / 2), tf.float32, "second same_name")
+
+
+@test
 def a_constant_allreduced_in_a_tf_function():
-    # Not stateful: TensorFlow may fold it; every rank folds alike.
+    # Stateful: TensorFlow never folds it at graph optimisation.
     @tf.function
     def f():
         return hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum, name="constant_in_function")

@@ -533,4 +533,17 @@ TEST_CASE("an integer Average of exact multiples is exact at every world size", 
   int32_t negative = -98;
   scale_in_place(DataType::kInt32, &negative, 1, 1.0 / 49);
   CHECK(negative == -2);
+  // Large int64: truncated, not rounded (2^51 + 1 over 2 ranks is 2^50).
+  int64_t large = (int64_t{1} << 51) + 1;
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 2);
+  CHECK(large == int64_t{1} << 50);
+  large = -((int64_t{1} << 51) + 1);
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 2);
+  CHECK(large == -(int64_t{1} << 50));
+  large = (int64_t{1} << 40) * 1023 + 1023;  // remainder 1023 of 1024
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 1024);
+  CHECK(large == (int64_t{1} << 40) * 1023 / 1024);
+  uint8_t byte = 200;  // a factor that is not a reciprocal: multiplied as before
+  scale_in_place(DataType::kUInt8, &byte, 1, 0.3);
+  CHECK(byte == 60);
 }

@@ -305,12 +305,13 @@ RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", local_rank);
 
 #define RINGSCOPE_TYPES "T: {uint8, int32, int64, half, bfloat16, float, double}"
 
-// The collectives are not stateful (as Horovod's are not): inside a
-// tf.function TensorFlow chains every stateful op without resource inputs in
-// program order, so each gradient's allreduce waited for the previous one to
-// complete, one cycle each, and nothing was ever fused. Unique tensor names
-// keep TensorFlow from merging two of them; ops whose outputs are unused are
-// pruned alike on every rank (the same graph).
+// The collectives are stateful: they run on every rank even where a rank
+// does not use the result (`if hvd.rank() == 0: tf.print(avg)` would
+// otherwise prune it on the others, and rank 0 would wait forever), and
+// TensorFlow never folds or merges them. Inside a tf.function TensorFlow
+// would also run stateful ops in program order, each allreduce waiting for
+// the one before and nothing fused: the Python layer marks each collective
+// to run independently (_library.py), as TensorFlow's own collectives are.
 
 REGISTER_OP("RingscopeAllreduce")
     .Attr(RINGSCOPE_TYPES)
@@ -320,6 +321,7 @@ REGISTER_OP("RingscopeAllreduce")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")
+    .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       return tf::Status();
@@ -331,6 +333,7 @@ REGISTER_OP("RingscopeAllgather")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")
+    .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
       tf::shape_inference::ShapeHandle out;
       TF_RETURN_IF_ERROR(
@@ -348,6 +351,7 @@ REGISTER_OP("RingscopeReducescatter")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")
+    .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
       // This rank's rows: dim 0 unknown until run (a scalar stays one, and
       // the runtime fails it on every rank).
@@ -371,6 +375,7 @@ REGISTER_OP("RingscopeAlltoall")
     .Input("splits: int32")
     .Output("output: T")
     .Output("received_splits: int32")
+    .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
       if (c->RankKnown(c->input(0)) && c->Rank(c->input(0)) == 0) {
         c->set_output(0, c->input(0));  // the runtime fails it on every rank
@@ -393,6 +398,7 @@ REGISTER_OP("RingscopeBroadcast")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")
+    .SetIsStateful()
     .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       return tf::Status();

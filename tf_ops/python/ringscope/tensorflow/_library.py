@@ -7,6 +7,7 @@ is loaded RTLD_GLOBAL before TensorFlow dlopens our library.
 import ctypes
 import ctypes.util
 import os
+import weakref
 
 import tensorflow as tf
 
@@ -33,8 +34,53 @@ if not os.path.exists(LIBRARY_PATH):
         "scripts/setup.sh (it needs tensorflow-cpu in .venv) and put build/python on PYTHONPATH"
     )
 _preload_mpi()
-ops = tf.load_op_library(LIBRARY_PATH)
+_raw_ops = tf.load_op_library(LIBRARY_PATH)
 c = ctypes.CDLL(LIBRARY_PATH, mode=ctypes.RTLD_GLOBAL)
+
+_COLLECTIVES = ("ringscope_allreduce", "ringscope_allgather", "ringscope_reducescatter",
+                "ringscope_alltoall", "ringscope_broadcast")
+_last_op_named = weakref.WeakKeyDictionary()  # graph -> {tensor name: its last collective}
+
+
+def _run_independently(out, name):
+    """In a tf.function: the collectives are stateful (so they always run, on
+    every rank, even where a rank does not use the result), and TensorFlow
+    would run every stateful op in program order, each allreduce waiting for
+    the one before and nothing fused. Marked independent (as TensorFlow's own
+    collectives are), they run as soon as their inputs are ready. Two ops of
+    the same explicit name in one graph still run one after the other: the
+    runtime refuses a name that is already in flight."""
+    if tf.executing_eagerly():
+        return
+    op = (out[0] if isinstance(out, (tuple, list)) else out).op
+    manager = getattr(op.graph, "experimental_acd_manager", None)
+    if manager is None:  # a graph outside tf.function: TensorFlow's own rules
+        return
+    manager.run_independently(op)
+    if name:
+        last = _last_op_named.setdefault(op.graph, {})
+        if name in last:
+            op._add_control_input(last[name])  # pylint: disable=protected-access
+        last[name] = op
+
+
+class _Ops:
+    """The op library, with each collective marked by _run_independently."""
+
+    def __getattr__(self, attr):
+        fn = getattr(_raw_ops, attr)
+        if attr not in _COLLECTIVES:
+            return fn
+
+        def collective(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            _run_independently(out, kwargs.get("tensor_name", ""))
+            return out
+
+        return collective
+
+
+ops = _Ops()
 
 for _fn in ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_size", "is_initialized",
             "built_with_cuda"):

@@ -39,13 +39,12 @@ class GradientReduction:
         if groups is not None and not isinstance(groups, (int, list, tuple)):
             raise ValueError(f"groups must be an int or a list of variable lists, got {groups!r}")
         self.scales = (float(prescale_factor), float(postscale_factor))
-        self._eager_fns = {}  # eager reductions: one tf.function per set of names
 
     def reduce(self, grads, variables, prefix):
         """The allreduced gradients (None stays None), submitted together:
         in a tf.function by TensorFlow, eagerly through one tf.function of
         all of them, so the runtime fuses them either way."""
-        from ringscope.tensorflow import _submit_together, allreduce
+        from ringscope.tensorflow import _submit_together, _together_fns, allreduce
 
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size
@@ -62,7 +61,11 @@ class GradientReduction:
                                      prescale_factor=pre, postscale_factor=post, name=name))
             return out
 
-        reduced = iter(_submit_together(self._eager_fns, names, build, [g for g, _ in present]))
+        # Shared by every tape of the same configuration: an eager loop makes
+        # a new DistributedGradientTape each step, and its first step's
+        # tf.function serves every later one.
+        key = ("reduce", names, self.op, self.compression, self.sparse_as_dense, pre, post)
+        reduced = iter(_submit_together(_together_fns, key, build, [g for g, _ in present]))
         return [None if g is None else next(reduced) for g in grads]
 
 
