@@ -1,0 +1,109 @@
+// Element-wise kernels (dtype_ops) as the collectives use them: the fused
+// combine-and-scale rounds as combine then scale; Min and Max give every
+// rank the same bytes whatever order the operands come in (NaN, signed
+// zeros); an integer Average divides exactly.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "dtype_ops.h"
+#include "local_world.h"
+#include "recursive_doubling_allreduce.h"
+#include "tensor_values.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+TEST_CASE("combine_scaled_to_both rounds as combine then scale, also in place", "[shared]") {
+  const size_t count = 1037;  // not a multiple of any vector width
+  for (DataType t : all_dtypes()) {
+    const size_t es = dtype_size(t);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+      for (double factor : {1.0, 0.5, 0.3}) {
+        INFO(dtype_name(t) << " op " << static_cast<int>(op) << " factor " << factor);
+        const std::vector<uint8_t> a = make_input(t, 1, count), b = make_input(t, 2, count, 7);
+        std::vector<uint8_t> expected(count * es);
+        combine(t, op, expected.data(), a.data(), b.data(), count);
+        scale_in_place(t, expected.data(), count, factor);
+        // Separate buffers.
+        std::vector<uint8_t> dst(count * es), out(count * es);
+        combine_scaled_to_both(t, op, dst.data(), out.data(), a.data(), b.data(), count, factor);
+        CHECK(dst == expected);
+        CHECK(out == expected);
+        // In place: a is the output (a caller's in-place tensor) ...
+        const std::vector<uint8_t> a_only(a.begin(), a.begin() + count * es);  // no guard byte
+        std::vector<uint8_t> io = a_only;
+        combine_scaled_to_both(t, op, dst.data(), io.data(), io.data(), b.data(), count, factor);
+        CHECK(io == expected);
+        CHECK(dst == expected);
+        // ... or the region that accumulated the other peers.
+        std::vector<uint8_t> acc = a_only;
+        combine_scaled_to_both(t, op, acc.data(), out.data(), acc.data(), b.data(), count, factor);
+        CHECK(acc == expected);
+        CHECK(out == expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("Min and Max with NaN or signed zeros give the same bytes on every rank",
+          "[doubling][allreduce]") {
+  // Each rank of a recursive-doubling exchange puts its own value first;
+  // std::max(NaN, 1) and std::max(1, NaN) differ, and so did the ranks.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax})
+    for (int n : {2, 3, 4}) {
+      std::vector<std::vector<float>> results(n);
+      std::vector<Status> statuses(n);
+      run_ranks(n, [&](int r, Transport& tr) {  // no Catch macros on rank threads
+        HostBuffer scratch;
+        std::vector<float> v = {r == 0 ? nan : 1.0f, r % 2 ? -0.0f : 0.0f, float(r)};
+        statuses[r] = recursive_doubling_allreduce(test_context(tr, scratch), v.data(), v.size(),
+                                                   DataType::kFloat32, op);
+        results[r] = v;
+      });
+      INFO("op " << static_cast<int>(op) << " n=" << n);
+      for (int r = 0; r < n; ++r) {
+        REQUIRE(statuses[r].ok());
+        CHECK(std::isnan(results[r][0]));  // a NaN anywhere wins everywhere
+        CHECK(std::signbit(results[r][1]) == (op == ReduceOp::kMin));  // min -0, max +0
+        CHECK(std::memcmp(results[r].data(), results[0].data(), 3 * sizeof(float)) == 0);
+      }
+    }
+}
+
+TEST_CASE("an integer Average of exact multiples is exact at every world size", "[scale]") {
+  // 49 * (1.0 / 49) is 0.9999999999999999: truncated, one too low.
+  for (int n = 1; n <= 256; ++n)
+    for (int64_t k : {1, 2, 3, 7, 100}) {
+      int32_t v32 = static_cast<int32_t>(k * n);
+      int64_t v64 = k * n;
+      scale_in_place(DataType::kInt32, &v32, 1, 1.0 / n);
+      scale_in_place(DataType::kInt64, &v64, 1, 1.0 / n);
+      INFO("n=" << n << " k=" << k);
+      CHECK(v32 == k);
+      CHECK(v64 == k);
+    }
+  int32_t below = 97;  // not a multiple: truncated toward zero as before
+  scale_in_place(DataType::kInt32, &below, 1, 1.0 / 49);
+  CHECK(below == 1);
+  int32_t negative = -98;
+  scale_in_place(DataType::kInt32, &negative, 1, 1.0 / 49);
+  CHECK(negative == -2);
+  // Large int64: truncated, not rounded (2^51 + 1 over 2 ranks is 2^50).
+  int64_t large = (int64_t{1} << 51) + 1;
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 2);
+  CHECK(large == int64_t{1} << 50);
+  large = -((int64_t{1} << 51) + 1);
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 2);
+  CHECK(large == -(int64_t{1} << 50));
+  large = (int64_t{1} << 40) * 1023 + 1023;  // remainder 1023 of 1024
+  scale_in_place(DataType::kInt64, &large, 1, 1.0 / 1024);
+  CHECK(large == (int64_t{1} << 40) * 1023 / 1024);
+  uint8_t byte = 200;  // a factor that is not a reciprocal: multiplied as before
+  scale_in_place(DataType::kUInt8, &byte, 1, 0.3);
+  CHECK(byte == 60);
+}
