@@ -83,48 +83,59 @@ void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t
   }
 }
 
-// One element times factor, rounded as every scaling kernel rounds it:
-// floats in their own type, integers in double (truncated), 16-bit floats
-// in float32.
-template <typename T>
-T scale_one(T v, double factor) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return v * static_cast<T>(factor);
-  } else if constexpr (std::is_integral_v<T>) {
-    // An Average's factor is 1/n, which double cannot hold exactly: an exact
-    // multiple of n times it can land a few ulps below the quotient (49 *
-    // (1.0 / 49) is 0.9999999999999999) and truncate one too low. A factor
-    // that is the reciprocal of an integer divides exactly instead
-    // (truncating toward zero, as the product would).
-    if (factor > 0 && factor <= 1) {
-      const double divisor = std::round(1.0 / factor);
-      if (divisor >= 1 && divisor < 9.0e18 && std::fabs(1.0 / factor - divisor) <= 1e-12 * divisor)
-        return static_cast<T>(static_cast<int64_t>(v) / static_cast<int64_t>(divisor));
+// A scaling factor, with what integer scaling needs worked out once per call
+// rather than once per element. An Average's factor is 1/n, which double
+// cannot hold exactly: an exact multiple of n times it can land a few ulps
+// below the quotient (49 * (1.0 / 49) is 0.9999999999999999) and truncate one
+// too low. A factor that is the reciprocal of an integer therefore divides
+// integers exactly instead (truncating toward zero, as the product would).
+struct Scale {
+  double factor = 1.0;
+  int64_t divisor = 0;  // > 0 when factor is 1/divisor
+
+  explicit Scale(double f) : factor(f) {
+    if (f > 0 && f <= 1) {
+      const double d = std::round(1.0 / f);
+      if (d >= 1 && d < 9.0e18 && std::fabs(1.0 / f - d) <= 1e-12 * d)
+        divisor = static_cast<int64_t>(d);
     }
-    return static_cast<T>(static_cast<double>(v) * factor);
+  }
+};
+
+// One element times factor, rounded as every scaling kernel rounds it:
+// floats in their own type, integers in double (truncated) or divided exactly
+// (see Scale), 16-bit floats in float32.
+template <typename T>
+T scale_one(T v, const Scale& s) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return v * static_cast<T>(s.factor);
+  } else if constexpr (std::is_integral_v<T>) {
+    if (s.divisor > 0) return static_cast<T>(static_cast<int64_t>(v) / s.divisor);
+    return static_cast<T>(static_cast<double>(v) * s.factor);
   } else {  // Eigen::half / Eigen::bfloat16
-    return T(static_cast<float>(v) * static_cast<float>(factor));
+    return T(static_cast<float>(v) * static_cast<float>(s.factor));
   }
 }
 
 template <typename T>
 void scale_typed(T* dst, const T* src, size_t n, double factor) {
-  for (size_t i = 0; i < n; ++i) dst[i] = scale_one(src[i], factor);
+  const Scale scale(factor);
+  for (size_t i = 0; i < n; ++i) dst[i] = scale_one(src[i], scale);
 }
 
 // One element of op(a, b), times factor when kScale, rounded as combine then
 // scale_in_place would round it.
 template <ReduceOp kOp, bool kScale, typename T>
-T combine_scale_one(T a, T b, double factor) {
+T combine_scale_one(T a, T b, const Scale& scale) {
   if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
     const T r = kOp == ReduceOp::kMin   ? min_of(a, b)
                 : kOp == ReduceOp::kMax ? max_of(a, b)
                                         : static_cast<T>(a + b);
-    return kScale ? scale_one(r, factor) : r;
+    return kScale ? scale_one(r, scale) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);
     const T r(kOp == ReduceOp::kMin ? min_of(x, y) : kOp == ReduceOp::kMax ? max_of(x, y) : x + y);
-    return kScale ? scale_one(r, factor) : r;
+    return kScale ? scale_one(r, scale) : r;
   }
 }
 
@@ -133,9 +144,10 @@ T combine_scale_one(T a, T b, double factor) {
 // read again, which is what ivdep promises the vectoriser.
 template <ReduceOp kOp, bool kScale, typename T>
 void combine_to_both_loop(T* dst, T* out, const T* a, const T* b, size_t n, double factor) {
+  const Scale scale(factor);
 #pragma GCC ivdep
   for (size_t i = 0; i < n; ++i)
-    dst[i] = out[i] = combine_scale_one<kOp, kScale>(a[i], b[i], factor);
+    dst[i] = out[i] = combine_scale_one<kOp, kScale>(a[i], b[i], scale);
 }
 
 template <bool kScale, typename T>
