@@ -15,6 +15,7 @@
 
 #include "render_test_util.h"
 #include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using test::Image;
@@ -69,30 +70,53 @@ constexpr std::array<int, 3> kMemcpyIn{176, 102, 44};
 constexpr std::array<int, 3> kNegotiate{38, 154, 140};
 constexpr std::array<int, 3> kSettings{200, 205, 215};
 
+// Writes `run` as dir/name and returns its path.
+std::string write(const test::TempDir& dir, const test::SyntheticRun& run,
+                  const std::string& name = "run.sqlite") {
+  test::write_synthetic_run(dir.file(name), run);
+  return dir.file(name);
+}
+
+// np=4, 8 cycles, rank 2 the straggler.
 std::string write_run(const test::TempDir& dir) {
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 8;
+  test::SyntheticRun run = test::aligned_run(4, 8);
   run.straggler_rank = 2;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
-  test::write_synthetic_run(dir.file("run.sqlite"), run);
-  return dir.file("run.sqlite");
+  return write(dir, run);
+}
+
+// One headless run that must succeed: its screenshot and layout.
+struct Shot {
+  Run run;
+  Image img;
+  Layout layout;
+};
+Shot shoot(const test::TempDir& dir, const std::string& args) {
+  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
+  Shot shot;
+  shot.run = run_viewer("--screenshot " + png + " --layout-out " + layout_path + " " + args);
+  INFO(shot.run.output);
+  REQUIRE(shot.run.exit_code == 0);
+  shot.img = load_png(png);
+  shot.layout = read_layout(layout_path);
+  return shot;
+}
+
+// Pixel rows of the rectangle that hold some text (more than 10 bright px).
+int text_rows(const Image& img, const float* rect) {
+  int rows = 0;
+  for (int y = int(rect[1]); y < std::min(img.h, int(rect[3])); ++y)
+    rows += img.bright(rect[0], float(y), rect[2], float(y + 1)) > 10;
+  return rows;
 }
 
 }  // namespace
 
 TEST_CASE("screenshot of an np=4 trace: bands, selection on every rank, panel", "[render]") {
   test::TempDir dir;
-  const std::string trace = write_run(dir);
-  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
-  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --range 0.8ms:3.2ms" +
-                             " --select grad/layer0/w0 --panel stragglers --layout-out " +
-                             layout_path + " " + trace);
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
+  const Shot shot = shoot(dir, "--size 1600x900 --range 0.8ms:3.2ms --select grad/layer0/w0 " +
+                                   std::string("--panel stragglers ") + write_run(dir));
+  const Image& img = shot.img;
+  const Layout& layout = shot.layout;
   REQUIRE(img.w == 1600);
   REQUIRE(img.h == 900);
   REQUIRE(layout.width == 1600);
@@ -135,22 +159,14 @@ TEST_CASE("screenshot of an np=4 trace: bands, selection on every rank, panel", 
   const float* p = layout.panel_rect;
   CHECK(p[1] >= layout.bands.back().y1);
   CHECK(img.bright(p[0], p[1], p[2], p[3]) > 3000);
-  int text_rows = 0;
-  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
-    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
-  CHECK(text_rows > 60);  // table rows, not a blank panel
+  CHECK(text_rows(img, p) > 60);  // table rows, not a blank panel
 }
 
 TEST_CASE("screenshot with another panel and no selection", "[render]") {
   test::TempDir dir;
-  const std::string trace = write_run(dir);
-  const std::string png = dir.file("stats.png"), layout_path = dir.file("layout.txt");
-  const Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel statistics " +
-                             "--layout-out " + layout_path + " " + trace);
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
+  const Shot shot = shoot(dir, "--size 1280x800 --panel statistics " + write_run(dir));
+  const Image& img = shot.img;
+  const Layout& layout = shot.layout;
   CHECK(layout.panel == "statistics");
   CHECK(img.count(kHighlight, 0, 0, float(img.w), float(img.h)) == 0);
   CHECK(img.count(kFlow, 0, 0, float(img.w), float(img.h)) == 0);  // no selection, no arrows
@@ -184,39 +200,21 @@ TEST_CASE("corrupt or unknown inputs exit non-zero with a message", "[render][co
 TEST_CASE("search panel lists the matching collectives", "[render][search]") {
   test::TempDir dir;
   const std::string trace = write_run(dir);
-  const std::string png = dir.file("search.png"), layout_path = dir.file("layout.txt");
-  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel search --search layer1 " +
-                       "--layout-out " + layout_path + " " + trace);
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  Image img = load_png(png);
-  Layout layout = read_layout(layout_path);
-  CHECK(layout.panel == "search");
-  CHECK(layout.search == 8);  // seq 3 (grad/layer1/*) in each of the 8 cycles
-  const float* p = layout.panel_rect;
-  int text_rows = 0;
-  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
-    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
-  CHECK(text_rows > 60);
+  const Shot shot = shoot(dir, "--size 1280x800 --panel search --search layer1 " + trace);
+  CHECK(shot.layout.panel == "search");
+  CHECK(shot.layout.search == 8);  // seq 3 (grad/layer1/*) in each of the 8 cycles
+  CHECK(text_rows(shot.img, shot.layout.panel_rect) > 60);
   // A query nothing matches: an empty list.
-  run = run_viewer("--screenshot " + png + " --panel search --search no/such --layout-out " +
-                   layout_path + " " + trace);
-  REQUIRE(run.exit_code == 0);
-  CHECK(read_layout(layout_path).search == 0);
+  CHECK(shoot(dir, "--panel search --search no/such " + trace).layout.search == 0);
 }
 
 TEST_CASE("breakdown and settings panels draw their bars and plots", "[render][panels]") {
   test::TempDir dir;
   const std::string trace = write_run(dir);
-  const std::string png = dir.file("breakdown.png"), layout_path = dir.file("layout.txt");
-  Run run = run_viewer("--screenshot " + png + " --size 1280x800 --panel breakdown " +
-                       "--layout-out " + layout_path + " " + trace);
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  Image img = load_png(png);
-  Layout layout = read_layout(layout_path);
-  CHECK(layout.panel == "breakdown");
-  const float* p = layout.panel_rect;
+  const Shot breakdown = shoot(dir, "--size 1280x800 --panel breakdown " + trace);
+  CHECK(breakdown.layout.panel == "breakdown");
+  const Image& img = breakdown.img;
+  const float* p = breakdown.layout.panel_rect;
   // One stacked bar per rank: communication, copies and negotiation segments.
   int bar_rows = 0;
   for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
@@ -225,44 +223,25 @@ TEST_CASE("breakdown and settings panels draw their bars and plots", "[render][p
   CHECK(img.count(kMemcpyIn, p[0], p[1], p[2], p[3]) > 4 * 100);
   CHECK(img.count(kNegotiate, p[0], p[1], p[2], p[3]) > 4 * 20);
 
-  const std::string png2 = dir.file("settings.png");
-  run = run_viewer("--screenshot " + png2 + " --size 1280x800 --panel settings --layout-out " +
-                   layout_path + " " + trace);
-  REQUIRE(run.exit_code == 0);
-  img = load_png(png2);
-  layout = read_layout(layout_path);
-  CHECK(layout.panel == "settings");
+  const Shot settings = shoot(dir, "--size 1280x800 --panel settings " + trace);
+  CHECK(settings.layout.panel == "settings");
+  const float* q = settings.layout.panel_rect;
   // The fusion threshold's step line (64 MiB, then 32 MiB halfway).
-  CHECK(img.count(kSettings, p[0], p[1], p[2], p[3]) > 200);
-  CHECK(img.bright(p[0], p[1], p[2], p[3]) > 1500);
+  CHECK(settings.img.count(kSettings, q[0], q[1], q[2], q[3]) > 200);
+  CHECK(settings.img.bright(q[0], q[1], q[2], q[3]) > 1500);
 }
 
 TEST_CASE("compare panel shows both traces side by side", "[render][compare]") {
   test::TempDir dir;
   const std::string a = write_run(dir);
-  test::SyntheticRun run;
-  run.world_size = 3;
-  run.cycles = 8;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
-  test::write_synthetic_run(dir.file("b.sqlite"), run);
-  const std::string png = dir.file("compare.png"), layout_path = dir.file("layout.txt");
-  Run r = run_viewer("--screenshot " + png + " --size 1280x800 --panel compare --compare " +
-                     dir.file("b.sqlite") + " --layout-out " + layout_path + " " + a);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
-  CHECK(layout.panel == "compare");
-  CHECK(layout.compare >= 6 + 5);  // 6 tensors, at least 5 span kinds
-  const float* p = layout.panel_rect;
-  int text_rows = 0;
-  for (int y = int(p[1]); y < std::min(img.h, int(p[3])); ++y)
-    text_rows += img.bright(p[0], float(y), p[2], float(y + 1)) > 10;
-  CHECK(text_rows > 60);
+  const std::string b = write(dir, test::aligned_run(3, 8), "b.sqlite");
+  const Shot shot = shoot(dir, "--size 1280x800 --panel compare --compare " + b + " " + a);
+  CHECK(shot.layout.panel == "compare");
+  CHECK(shot.layout.compare >= 6 + 5);  // 6 tensors, at least 5 span kinds
+  CHECK(text_rows(shot.img, shot.layout.panel_rect) > 60);
   // A missing second trace: exit 1 with the reason.
-  r = run_viewer("--screenshot " + png + " --panel compare --compare " + dir.file("none.sqlite") +
-                 " " + a);
+  const Run r = run_viewer("--screenshot " + dir.file("shot.png") + " --panel compare --compare " +
+                           dir.file("none.sqlite") + " " + a);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--compare") != std::string::npos);
 }
@@ -275,14 +254,9 @@ TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band",
   test::SyntheticRun synthetic;
   synthetic.world_size = 2;
   synthetic.cycles = 400;  // fit-all then folds the per-tensor events
-  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
-  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
-  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --layout-out " +
-                             layout_path + " " + dir.file("run.sqlite"));
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
+  const Shot shot = shoot(dir, "--size 1600x900 " + write(dir, synthetic));
+  const Image& img = shot.img;
+  const Layout& layout = shot.layout;
   REQUIRE(layout.bands.size() == 2);
   const std::array<int, 3> band_bg[2] = {layout.background, {36, 39, 46}};  // kBandOdd
   auto over = [](std::array<int, 3> top, std::array<int, 3> under) {
@@ -307,21 +281,12 @@ TEST_CASE("folded boxes are the kind's colour at 150/255 mixed over their band",
 TEST_CASE("alltoalls and their exchange steps are drawn in their own colours on every rank",
           "[render][alltoall]") {
   test::TempDir dir;
-  test::SyntheticRun synthetic;
-  synthetic.world_size = 3;
-  synthetic.cycles = 6;
+  test::SyntheticRun synthetic = test::aligned_run(3, 6);
   synthetic.alltoall = true;
-  synthetic.offset_start_per_rank_ns = 0;
-  synthetic.offset_end_per_rank_ns = 0;
-  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
-  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
   // The first cycle's collectives, wide enough that no box is folded.
-  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --range 0ms:2ms " +
-                             "--layout-out " + layout_path + " " + dir.file("run.sqlite"));
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
+  const Shot shot = shoot(dir, "--size 1600x900 --range 0ms:2ms " + write(dir, synthetic));
+  const Image& img = shot.img;
+  const Layout& layout = shot.layout;
   REQUIRE(layout.bands.size() == 3);
   auto count = [&](const Band& b, std::array<int, 3> colour) {
     return img.count(colour, layout.timeline_rect[0], b.header_y1, layout.timeline_rect[2], b.y1,
@@ -338,20 +303,11 @@ TEST_CASE("alltoalls and their exchange steps are drawn in their own colours on 
 
 TEST_CASE("a JOIN span is drawn on the rank that joined and on no other", "[render][join]") {
   test::TempDir dir;
-  test::SyntheticRun synthetic;
-  synthetic.world_size = 3;
-  synthetic.cycles = 6;
+  test::SyntheticRun synthetic = test::aligned_run(3, 6);
   synthetic.join_rank = 0;
-  synthetic.offset_start_per_rank_ns = 0;
-  synthetic.offset_end_per_rank_ns = 0;
-  test::write_synthetic_run(dir.file("run.sqlite"), synthetic);
-  const std::string png = dir.file("shot.png"), layout_path = dir.file("layout.txt");
-  const Run run = run_viewer("--screenshot " + png + " --size 1600x900 --layout-out " +
-                             layout_path + " " + dir.file("run.sqlite"));
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Image img = load_png(png);
-  const Layout layout = read_layout(layout_path);
+  const Shot shot = shoot(dir, "--size 1600x900 " + write(dir, synthetic));
+  const Image& img = shot.img;
+  const Layout& layout = shot.layout;
   REQUIRE(layout.bands.size() == 3);
   constexpr std::array<int, 3> kJoin{120, 170, 70};
   for (const Band& b : layout.bands) {

@@ -18,6 +18,7 @@
 #include "recent_files.h"
 #include "render_test_util.h"
 #include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
@@ -55,12 +56,8 @@ bool highlight(const uint8_t* p) {  // colors::kHighlight, the selected collecti
 }
 
 std::string write_run(const std::string& base) {
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 8;
+  test::SyntheticRun run = test::aligned_run(4, 8);
   run.straggler_rank = 2;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
   test::write_synthetic_run(base, run);
   return base;
 }

@@ -15,6 +15,7 @@
 #include "render_test_util.h"
 #include "ringscope/trace_schema.h"
 #include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 
@@ -79,12 +80,8 @@ Played play(const test::TempDir& dir, const std::string& trace, const std::strin
 }
 
 std::string write_run(const test::TempDir& dir, const std::string& name, int ranks) {
-  test::SyntheticRun run;
-  run.world_size = ranks;
-  run.cycles = 8;
+  test::SyntheticRun run = test::aligned_run(ranks, 8);
   run.straggler_rank = ranks - 1;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
   test::write_synthetic_run(dir.file(name), run);
   return dir.file(name);
 }

@@ -4,6 +4,7 @@
 
 #include "timeline_model.h"
 #include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
@@ -11,14 +12,11 @@ using namespace ringscope::view;
 namespace {
 
 TimelineModel& load(TimelineModel& model, const test::TempDir& dir, int straggler) {
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 10;
+  // Clocks aligned: lateness is the injected delay.
+  test::SyntheticRun run = test::aligned_run(4, 10);
   run.collectives_per_cycle = 2;
   run.tensors_per_collective = 3;
   run.straggler_rank = straggler;
-  run.offset_start_per_rank_ns = 0;  // clocks aligned: lateness is the injected delay
-  run.offset_end_per_rank_ns = 0;
   test::write_synthetic_run(dir.file("run.sqlite"), run);
   REQUIRE(model.load({dir.file("run.sqlite")}).ok());
   return model;
@@ -59,12 +57,8 @@ TEST_CASE("np=4 with rank 2 late by 200 us: every collective blames rank 2", "[s
 
 TEST_CASE("ranks on two hosts: the lateness each host's ranks caused, summed", "[stragglers]") {
   test::TempDir dir;
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 10;
+  test::SyntheticRun run = test::aligned_run(4, 10);
   run.straggler_rank = 3;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
   const std::vector<std::string> files = test::write_synthetic_run(dir.file("run.sqlite"), run);
   {
     TimelineModel one_host;

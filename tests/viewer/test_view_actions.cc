@@ -10,19 +10,14 @@
 #include "collective_search.h"
 #include "panels.h"
 #include "trace_test_util.h"
+#include "viewer_test_util.h"
 
 using namespace ringscope;
 using namespace ringscope::view;
 
 TEST_CASE("zoom to a range, jump to a collective, fit the selection", "[actions]") {
   test::TempDir dir;
-  test::SyntheticRun run;
-  run.world_size = 4;
-  run.cycles = 12;
-  run.straggler_rank = 2;
-  run.offset_start_per_rank_ns = 0;
-  run.offset_end_per_rank_ns = 0;
-  test::write_synthetic_run(dir.file("run.sqlite"), run);
+  test::write_synthetic_run(dir.file("run.sqlite"), test::four_ranks());
   TimelineModel model;
   REQUIRE(model.load({dir.file("run.sqlite")}).ok());
   ViewState state;
