@@ -68,16 +68,19 @@ class _Ops:
     """The op library, with each collective marked by _run_independently."""
 
     def __getattr__(self, attr):
+        # Called only on the first lookup of each name: the result is kept as
+        # an attribute, so later calls cost a plain attribute read.
         fn = getattr(_raw_ops, attr)
-        if attr not in _COLLECTIVES:
-            return fn
+        if attr in _COLLECTIVES:
+            raw = fn
 
-        def collective(*args, **kwargs):
-            out = fn(*args, **kwargs)
-            _run_independently(out, kwargs.get("tensor_name", ""))
-            return out
+            def fn(*args, **kwargs):
+                out = raw(*args, **kwargs)
+                _run_independently(out, kwargs.get("tensor_name", ""))
+                return out
 
-        return collective
+        setattr(self, attr, fn)
+        return fn
 
 
 ops = _Ops()
