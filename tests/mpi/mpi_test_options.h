@@ -1,6 +1,7 @@
 // Options for the runtimes of the MPI tests, shared by their files.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -8,19 +9,20 @@
 
 namespace ringscope::testing {
 
-// RINGSCOPE_SHARED_MEMORY=0 (ctest runs every size both ways) exercises the
-// ring, recursive doubling and halving-doubling over MPI instead of the
-// shared-memory allreduce; RINGSCOPE_CPU_ALLREDUCE=ring the pipelined ring
-// for every size.
+// The tests' defaults (a short cycle, quiet, a 120 s op timeout) with the
+// environment read on top, as init() reads it: ctest runs the same tests
+// again with RINGSCOPE_SHARED_MEMORY=0 (the ring, recursive doubling and
+// halving-doubling over MPI instead of the shared-memory allreduce),
+// RINGSCOPE_CPU_ALLREDUCE=ring or =mpi, and RINGSCOPE_DATA_THREADS=3.
 inline Options test_options() {
   Options o;
   o.settings.cycle_time_ms = 0.5;
   o.op_timeout_seconds = 120;
   o.log_level = 0;
-  if (const char* v = std::getenv("RINGSCOPE_SHARED_MEMORY"))
-    o.shared_memory = std::string(v) != "0";
-  if (const char* v = std::getenv("RINGSCOPE_CPU_ALLREDUCE"); v && std::string(v) == "ring")
-    o.cpu_allreduce = CpuAllreduce::kRing;
+  if (Status s = Options::from_env(&o); !s.ok()) {
+    std::fprintf(stderr, "test_options: %s\n", s.to_string().c_str());
+    std::abort();
+  }
   return o;
 }
 
