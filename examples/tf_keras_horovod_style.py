@@ -10,6 +10,7 @@ download).
 import argparse
 import math
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -56,6 +57,9 @@ def main():
     checkpoint = os.path.join(args.checkpoint_dir, "checkpoint-{epoch}.keras")
     if hvd.rank() == 0:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
+        for epoch in range(1, args.epochs + 1):  # resume from this run's, not an older one
+            if os.path.exists(checkpoint.format(epoch=epoch)):
+                os.remove(checkpoint.format(epoch=epoch))
         callbacks.append(keras.callbacks.ModelCheckpoint(checkpoint))
     history = model.fit(dataset, steps_per_epoch=steps_per_epoch, epochs=args.epochs,
                         callbacks=callbacks, verbose=1 if hvd.rank() == 0 else 0)
@@ -72,6 +76,14 @@ def main():
               f"accuracy {history.history['accuracy'][-1]:.3f}; resumed from the checkpoint "
               f"for one more: loss {more.history['loss'][-1]:.3f}, optimizer step "
               f"{int(resumed.optimizer.iterations.numpy())}")
+    # The resumed optimizer carries on from the checkpoint's step count, and
+    # the workers trained together (the loss went down).
+    steps = int(resumed.optimizer.iterations.numpy())
+    if steps != (args.epochs + 1) * steps_per_epoch:
+        sys.exit(f"rank {hvd.rank()}: the resumed optimizer is at step {steps}, expected "
+                 f"{(args.epochs + 1) * steps_per_epoch}")
+    if not history.history["loss"][-1] < history.history["loss"][0]:
+        sys.exit(f"rank {hvd.rank()}: the loss did not go down: {history.history['loss']}")
     hvd.shutdown()
 
 

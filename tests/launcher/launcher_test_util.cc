@@ -70,6 +70,8 @@ RunningProgram::RunningProgram(const std::vector<std::string>& argv, const EnvCh
   }
 }
 
+std::string RunningProgram::stdout_so_far() const { return read_all(dir_.file("stdout")); }
+
 ProgramResult RunningProgram::wait() {
   ProgramResult result;
   int status = 0;

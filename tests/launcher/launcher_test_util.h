@@ -13,7 +13,6 @@
 
 namespace ringscope::test {
 
-
 void write_file(const std::string& path, const std::string& text);
 
 struct ProgramResult {
@@ -35,7 +34,8 @@ class RunningProgram {
  public:
   RunningProgram(const std::vector<std::string>& argv, const EnvChanges& env = {});
   pid_t pid() const { return pid_; }
-  ProgramResult wait();  // waits for exit and reads the captured output
+  ProgramResult wait();               // waits for exit and reads the captured output
+  std::string stdout_so_far() const;  // what it has printed until now
 
  private:
   TempDir dir_;

@@ -97,7 +97,13 @@ TEST_CASE("e2e: an mpirun that ignores SIGTERM is killed after the wait it is gi
 TEST_CASE("e2e: SIGTERM to the launcher stops the job", "[e2e][mpirun]") {
   ringscope::test::RunningProgram job(
       {RINGSCOPE_RUN_BIN, "-np", "2", LAUNCHER_ENV_PROBE_BIN, "sleep=60"});
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Both ranks are running (they print before they sleep), so the signal
+  // stops a job, not a launcher that failed to start one.
+  const auto started_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (lines_with(job.stdout_so_far(), "size=2").size() < 2 &&
+         std::chrono::steady_clock::now() < started_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(lines_with(job.stdout_so_far(), "size=2").size() == 2);
   auto start = std::chrono::steady_clock::now();
   REQUIRE(kill(job.pid(), SIGTERM) == 0);
   ProgramResult r = job.wait();

@@ -386,7 +386,7 @@ TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "
   CaptureRecorder rec;
   auto rt = make_runtime(test_options());
   rt->set_recorder(&rec);
-  std::vector<float> buf(4096, 1.0f);
+  std::vector<float> buf(4096);
   for (int step = 0; step < 40; ++step) {
     if (step == 15) {
       Settings s;
@@ -396,10 +396,12 @@ TEST_CASE("settings proposed on rank 0 apply at the same cycle on every rank", "
       REQUIRE(rt->propose_settings(s).ok());
     }
     for (int k = 0; k < 3; ++k) {
+      std::fill(buf.begin(), buf.end(), float(r + k));  // mean: (n - 1) / 2 + k
       REQUIRE(run_op(*rt, allreduce_entry("w" + std::to_string(k), DataType::kFloat32, {4096},
                                           buf.data(), buf.data(), ReduceOp::kAverage))
                   .ok());
-      REQUIRE(buf[100] == 1.0f);  // numerically right while settings change
+      // numerically right while settings change
+      REQUIRE(buf[100] == Approx(float(n - 1) / 2 + float(k)));
     }
   }
   rt->shutdown();

@@ -209,7 +209,9 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     for (int r = 1; r < n; ++r) CHECK(fusions[r] == fusions[0]);  // same plan everywhere
 
     // The late rank: for 'late', its NEGOTIATE starts (its own enqueue) are
-    // ~60 ms after everyone else's on the aligned clock.
+    // ~60 ms after everyone else's on the aligned clock. Only the order is
+    // checked (a rank descheduled on a loaded machine enqueues late too), and
+    // that the gap is not seconds (clocks that failed to align).
     if (n > 1) {
       std::vector<int64_t> enqueue_at(n, -1);
       for (int r = 0; r < n; ++r)
@@ -223,7 +225,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
                     .ok());
       for (int r = 0; r < n - 1; ++r) {
         REQUIRE(enqueue_at[r] >= 0);
-        CHECK(enqueue_at[n - 1] - enqueue_at[r] > 40'000'000);
+        CHECK(enqueue_at[n - 1] > enqueue_at[r]);
         CHECK(enqueue_at[n - 1] - enqueue_at[r] < 2'000'000'000);
       }
     }

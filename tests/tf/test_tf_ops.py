@@ -232,6 +232,7 @@ def grouped_sparse_and_compressed():
     red = hvd.allreduce(sparse, op=hvd.Sum, name="sparse")
     assert isinstance(red, tf.IndexedSlices)
     assert red.indices.numpy().tolist() == list(range(N))
+    assert red.values.numpy().tolist() == [[r + 1.0] * 2 for r in range(N)], red.values
     x = tf.constant(rank_values(R, (64,), 3), tf.float32)
     y = hvd.allreduce(x, compression=hvd.Compression.fp16, name="fp16wire")
     assert y.dtype == tf.float32

@@ -212,5 +212,8 @@ TEST_CASE("randomly damaged traces never crash the reader", "[trace][corrupt]") 
     CheckReport report;
     (void)check_trace(reader, {}, &report);
   }
-  CHECK(rejected + accepted == 150);
+  // Both outcomes occur, so the scan, lane, window and check paths above ran
+  // on damaged files that open.
+  CHECK(accepted > 0);
+  CHECK(rejected > 0);
 }

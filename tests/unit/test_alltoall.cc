@@ -125,6 +125,7 @@ TEST_CASE("pairwise alltoall records n-1 exchanges: step k sends to r+k and rece
           "[alltoall]") {
   const int n = 5;
   std::vector<CaptureRecorder> recs(n);
+  ThreadChecks checks;  // Catch2 assertions are not thread-safe
   run_ranks(n, [&](int r, Transport& tr) {
     HostBuffer scratch;
     const std::vector<int64_t> m(n * n, 2);  // two rows of 4 bytes to everyone
@@ -134,8 +135,11 @@ TEST_CASE("pairwise alltoall records n-1 exchanges: step k sends to r+k and rece
     ctx.recorder = &recs[r];
     ctx.cycle = 7;
     ctx.seq_index = 2;
-    REQUIRE(pairwise_alltoall(ctx, in.data(), out.data(), AlltoallLayout::of(m, n, r, 4)).ok());
+    const Status s = pairwise_alltoall(ctx, in.data(), out.data(), AlltoallLayout::of(m, n, r, 4));
+    checks.expect(s.ok(), s.to_string());
   });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
   for (int r = 0; r < n; ++r) {
     auto steps = recs[r].events(EventKind::kAlltoallStep);
     REQUIRE(steps.size() == n - 1);

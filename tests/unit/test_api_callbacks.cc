@@ -146,6 +146,11 @@ TEST_CASE("shutdown() while other threads submit and query: every call returns a
         }
       });
     std::this_thread::sleep_for(std::chrono::milliseconds(2 + round % 5));
+    // Shut down while the threads are submitting (a loaded machine may not
+    // have run them yet).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (submitted.load() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     shutdown();
     // Calls after shutdown answer too; then the threads stop.
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

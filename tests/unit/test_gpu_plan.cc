@@ -203,6 +203,7 @@ TEST_CASE("a device tensor where no GPU can run it fails at submission, saying w
   o.settings.cycle_time_ms = 0.2;
   o.op_timeout_seconds = 30;
   o.log_level = 0;
+  ThreadChecks checks;  // Catch2 assertions are not thread-safe
   run_runtimes(2, o, [&](int r, Runtime& rt) {
     std::vector<float> buf(8, 1.0f);
     // No GPU here: the probe's reason. With GPUs: an ordinal past the last one.
@@ -213,20 +214,25 @@ TEST_CASE("a device tensor where no GPU can run it fails at submission, saying w
     bool called = false;
     e.done = [&](const Status&) { called = true; };
     Status s = rt.submit(std::move(e));
-    CHECK_FALSE(s.ok());
-    CHECK(s.message().find("'dev'") != std::string::npos);
-    CHECK(s.message().find("cuda:" + std::to_string(ordinal)) != std::string::npos);
+    const std::string& m = s.message();
+    checks.expect(!s.ok(), "submission refused");
+    checks.expect(m.find("'dev'") != std::string::npos, "names the tensor: " + m);
+    checks.expect(m.find("cuda:" + std::to_string(ordinal)) != std::string::npos,
+                  "names the device: " + m);
     if (!info.problem.empty())
-      CHECK(s.message().find(info.problem) != std::string::npos);
+      checks.expect(m.find(info.problem) != std::string::npos, "says why: " + m);
     else
-      CHECK(s.message().find("CUDA device(s) are visible") != std::string::npos);
-    CHECK_FALSE(called);
+      checks.expect(m.find("CUDA device(s) are visible") != std::string::npos, "says why: " + m);
+    checks.expect(!called, "no callback for a refused submission");
     // Host work still runs on the same runtime.
     TensorEntry h =
         allreduce_entry("host", DataType::kFloat32, {8}, buf.data(), buf.data(), ReduceOp::kSum);
-    CHECK(run_op(rt, std::move(h)).ok());
-    CHECK(buf[0] == 2.0f);
+    const Status hs = run_op(rt, std::move(h));
+    checks.expect(hs.ok(), hs.to_string());
+    checks.expect(buf[0] == 2.0f, "host sum of two ones");
   });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
 }
 
 TEST_CASE("the public API over one in-process rank (no MPI), as the GPU tests use it",

@@ -93,6 +93,7 @@ TEST_CASE("ring reducescatter records n-1 reduce-scatter steps with ring peers a
           "[reducescatter][ring]") {
   const int n = 4;
   std::vector<CaptureRecorder> recs(n);
+  ThreadChecks checks;  // Catch2 assertions are not thread-safe
   run_ranks(n, [&](int r, Transport& tr) {
     HostBuffer scratch;
     std::vector<uint8_t> buf = make_input(DataType::kFloat32, r, 40), out(3 * 4 * 4);
@@ -100,10 +101,12 @@ TEST_CASE("ring reducescatter records n-1 reduce-scatter steps with ring peers a
     ctx.recorder = &recs[r];
     ctx.cycle = 3;
     ctx.seq_index = 1;
-    REQUIRE(ring_reducescatter(ctx, buf.data(), buf.data(), out.data(), 10, 4, DataType::kFloat32,
-                               ReduceOp::kSum)
-                .ok());
+    const Status s = ring_reducescatter(ctx, buf.data(), buf.data(), out.data(), 10, 4,
+                                        DataType::kFloat32, ReduceOp::kSum);
+    checks.expect(s.ok(), s.to_string());
   });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
   for (int r = 0; r < n; ++r) {
     auto rs = recs[r].events(EventKind::kRingReduceScatter);
     REQUIRE(rs.size() == n - 1);

@@ -2,7 +2,9 @@
 // window: allreduce results stay exact while rank 0 changes the settings many
 // times, every rank applies each change at the same cycle, and the trials
 // appear as kAutotuneTrial events on rank 0 only; rank 0 writes the chosen
-// settings file at shutdown.
+// settings file at shutdown. The ranks train until the tuner has decided (it
+// measures wall-clock windows, so a fixed number of steps would be too few on
+// a fast machine), deciding together through one more allreduce.
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -15,6 +17,7 @@
 
 #include "capture_recorder.h"
 #include "local_world.h"
+#include "parameter_manager.h"
 #include "settings_file.h"
 
 using namespace ringscope;
@@ -22,7 +25,7 @@ using namespace ringscope::testing;
 
 TEST_CASE("online autotuning keeps allreduce exact and switches every rank at one cycle",
           "[runtime][autotune]") {
-  const int n = 3, steps = 400;
+  const int n = 3, max_steps = 50000;
   const std::vector<int64_t> sizes = {16, 3000, 20000, 7, 40000, 512, 9000, 100};
   Options options;
   options.settings.cycle_time_ms = 0.5;
@@ -39,12 +42,24 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
   std::vector<CaptureRecorder> recorders(n);
   std::vector<Recorder*> recorder_ptrs;
   for (auto& r : recorders) recorder_ptrs.push_back(&r);
+  // Rank 0's tuner has recorded its decision (a kAutotuneTrial at step -2).
+  auto decided = [](const CaptureRecorder& rec) {
+    for (const TraceEvent& e : rec.events(EventKind::kAutotuneTrial))
+      if (e.step == -2) return true;
+    return false;
+  };
   ThreadChecks checks;
   run_runtimes(
       n, options,
       [&](int r, Runtime& rt) {
         std::vector<std::vector<float>> bufs(sizes.size());
-        for (int step = 0; step < steps; ++step) {
+        for (int step = 0; step < max_steps; ++step) {
+          if (step % 20 == 19) {  // go on while rank 0's tuner has not decided
+            int32_t more = r == 0 && !decided(recorders[0]) ? 1 : 0;
+            Status s = run_op(rt, allreduce_entry("more", DataType::kInt32, {1}, &more, &more));
+            checks.expect(s.ok(), s.to_string());
+            if (!s.ok() || more == 0) break;
+          }
           std::vector<std::promise<Status>> done(sizes.size());
           for (size_t i = 0; i < sizes.size(); ++i) {
             bufs[i].resize(sizes[i]);
@@ -103,8 +118,17 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
   Status read = read_settings_file(options.autotune.output_path, &saved);
   INFO(read.to_string());
   REQUIRE(read.ok());
-  CHECK(saved.fusion_threshold_bytes >= 0);
-  CHECK(saved.cycle_time_ms > 0);
+  // The settings written are the ones the decision names.
+  REQUIRE(decided(recorders[0]));
+  std::string decision;
+  for (const TraceEvent& e : trials)
+    if (e.step == -2) decision = recorders[0].text(e.name_id);
+  Settings chosen;
+  chosen.fusion_threshold_bytes = saved.fusion_threshold_bytes;
+  chosen.cycle_time_ms = saved.cycle_time_ms;
+  chosen.cache_enabled = saved.cache_enabled;
+  INFO(decision);
+  CHECK(decision.find("(" + describe_settings(chosen) + ",") != std::string::npos);
   CHECK(saved.provenance_json.find("online") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

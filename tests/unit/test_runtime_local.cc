@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "capture_recorder.h"
@@ -295,29 +296,30 @@ TEST_CASE("settings proposed on rank 0 switch on every rank at the same cycle",
   const int n = 3;
   std::vector<CaptureRecorder> recs(n);
   ThreadChecks checks;
-  run_runtimes(
-      n, fast_options(),
-      [&](int r, Runtime& rt) {
-        std::vector<float> buf(1000, 1.0f);
-        for (int step = 0; step < 30; ++step) {
-          if (step == 10) {
-            Settings s = rt.settings();
-            s.fusion_threshold_bytes = 4096;
-            s.cycle_time_ms = 0.3;
-            s.cache_enabled = false;
-            rt.propose_settings(s);  // ignored on ranks other than 0
-          }
-          Status s =
-              run_op(rt, allreduce_entry("s" + std::to_string(step % 3), DataType::kFloat32, {1000},
-                                         buf.data(), buf.data(), ReduceOp::kAverage));
-          checks.expect(s.ok(), s.to_string());
-          checks.expect(buf[17] == 1.0f, "average of ones stays one while settings change");
-        }
-        Settings final_settings = rt.settings();
-        checks.expect(final_settings.fusion_threshold_bytes == 4096, "threshold switched");
-        checks.expect(!final_settings.cache_enabled, "cache switched off");
-      },
-      nullptr, {&recs[0], &recs[1], &recs[2]});
+  run_runtimes(n, fast_options(),
+               [&](int r, Runtime& rt) {
+                 std::vector<float> buf(1000);
+                 for (int step = 0; step < 30; ++step) {
+                   std::fill(buf.begin(), buf.end(), float(r + step));  // mean: (n - 1) / 2 + step
+                   if (step == 10) {
+                     Settings s = rt.settings();
+                     s.fusion_threshold_bytes = 4096;
+                     s.cycle_time_ms = 0.3;
+                     s.cache_enabled = false;
+                     rt.propose_settings(s);  // ignored on ranks other than 0
+                   }
+                   Status s = run_op(
+                       rt, allreduce_entry("s" + std::to_string(step % 3), DataType::kFloat32,
+                                           {1000}, buf.data(), buf.data(), ReduceOp::kAverage));
+                   checks.expect(s.ok(), s.to_string());
+                   checks.expect(std::fabs(buf[17] - (float(n - 1) / 2 + float(step))) < 1e-4f,
+                                 "averages right while settings change");
+                 }
+                 Settings final_settings = rt.settings();
+                 checks.expect(final_settings.fusion_threshold_bytes == 4096, "threshold switched");
+                 checks.expect(!final_settings.cache_enabled, "cache switched off");
+               },
+               nullptr, {&recs[0], &recs[1], &recs[2]});
   INFO(checks.summary());
   REQUIRE(checks.ok());
   auto s0 = recs[0].events(EventKind::kSettings);

@@ -103,15 +103,11 @@ TEST_CASE("fold output is bounded by the screen, not by the event count", "[fold
   const Track track = build_track(TrackFamily::kCycle, {&row});
   const float width = 1500;
   std::vector<FoldItem> items;
-  const auto start = std::chrono::steady_clock::now();
   fold_track(track, {track.first_ns, track.last_ns, width, 3.0f}, &items);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   CHECK(items.size() <= static_cast<size_t>(width / 3) + 2);
   uint64_t covered = 0;
   for (const FoldItem& item : items) covered += item.count;
   CHECK(covered == n);  // every visible event is in exactly one item
-  CHECK(ms < 50);       // ~500 binary searches, not 2 M steps
   // Deep zoom: one item per event, at its own pixel position.
   items.clear();
   fold_track(track, {15'000, 15'000 + 150, 1500, 3.0f}, &items);

@@ -182,6 +182,7 @@ TEST_CASE("a click selects the collective under the cursor; Z fits it, Escape cl
   const Played selected = play(dir, trace, click, "select");
   REQUIRE(selected.state.selected);
   // Highlighted on every rank: the highlight colour in each band.
+  int bands = 0;
   test::for_each_layout_line(dir.file("select.layout"),
                              [&](const std::string& key, std::istringstream& in) {
                                if (key != "band") return;
@@ -189,9 +190,11 @@ TEST_CASE("a click selects the collective under the cursor; Z fits it, Escape cl
                                float y0, y1;
                                in >> rank >> y0 >> y1;
                                INFO("rank " << rank);
+                               ++bands;
                                CHECK(selected.image.count(kHighlight, selected.state.time_x0, y0,
                                                           selected.state.time_x1, y1) > 10);
                              });
+  CHECK(bands == 3);
 
   const State fitted = play(dir, trace, click + "key Z\nwait 1\n", "fit").state;
   REQUIRE(fitted.selected);
