@@ -184,4 +184,47 @@ def partial_distributed_optimizer_keeps_local_layers_on_their_rank():
         assert identical == same, f"{layer.name}: identical on every rank is {identical}"
 
 
+@test
+def xla_compiled_collectives_are_refused_and_the_callbacks_turn_xla_off():
+    # A collective in a jit_compile=True function: a clear error, not
+    # TensorFlow's "unsupported op" from deep inside the compiler.
+    @tf.function(jit_compile=True)
+    def compiled(x):
+        return hvd.allreduce(x, name="xla.refused")
+
+    try:
+        compiled(tf.ones([2]))
+        raise AssertionError("an allreduce inside XLA was accepted")
+    except ValueError as e:
+        assert "jit_compile=False" in str(e) and "xla.refused" in str(e), e
+    # Keras 3 compiles with XLA by default on GPU machines; the callbacks
+    # turn it off, so fit trains with DistributedOptimizer.
+    model = make_model()
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse",
+                  jit_compile=True)
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
+    assert model.jit_compile is False
+    assert not hvd.SyncBatchNormalization().supports_jit
+
+
+@test
+def broadcast_callback_leaves_each_rank_its_own_dropout_masks():
+    keras.utils.set_random_seed(11 + R)  # different seeds, as separate processes have
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(64),
+                              keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.0)), loss="mse")
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
+    seed = [v for v in model.variables if v.name == "seed_generator_state"]
+    assert seed, [v.path for v in model.variables]
+    every = hvd.allgather(tf.expand_dims(tf.cast(seed[0], tf.int64), 0),
+                          name="dropout.seed").numpy()
+    assert len({tuple(row.ravel()) for row in every}) == N, every  # each rank its own
+    kernels = hvd.allgather(tf.expand_dims(model.layers[0].kernel, 0), name="dropout.w").numpy()
+    assert all(np.allclose(kernels[0], k) for k in kernels[1:])  # the weights are root's
+
+
 finish()

@@ -10,6 +10,7 @@ import os
 import weakref
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 LIBRARY_PATH = os.environ.get(
     "RINGSCOPE_TF_OPS_LIBRARY",
@@ -40,6 +41,21 @@ c = ctypes.CDLL(LIBRARY_PATH, mode=ctypes.RTLD_GLOBAL)
 _COLLECTIVES = ("ringscope_allreduce", "ringscope_allgather", "ringscope_reducescatter",
                 "ringscope_alltoall", "ringscope_broadcast")
 _last_op_named = weakref.WeakKeyDictionary()  # graph -> {tensor name: its last collective}
+
+
+def _refuse_inside_xla(kind, name):
+    """The collectives have no XLA kernel: inside a function compiled with
+    jit_compile=True (Keras 3's compile() turns it on by default wherever
+    TensorFlow sees a GPU) TensorFlow would fail with "unsupported op". Say
+    what to change instead."""
+    if tf.executing_eagerly():
+        return
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        raise ValueError(
+            f"ringscope: {kind.replace('ringscope_', '')} '{name or '(unnamed)'}' is inside an "
+            "XLA-compiled function (jit_compile=True), and ringscope's collectives run outside "
+            "XLA. Pass jit_compile=False to model.compile() (Keras turns it on by default on "
+            "GPU machines; ringscope's Keras callbacks turn it off) or to tf.function.")
 
 
 def _run_independently(out, name):
@@ -74,7 +90,8 @@ class _Ops:
         if attr in _COLLECTIVES:
             raw = fn
 
-            def fn(*args, **kwargs):
+            def fn(*args, _kind=attr, **kwargs):
+                _refuse_inside_xla(_kind, kwargs.get("tensor_name", ""))
                 out = raw(*args, **kwargs)
                 _run_independently(out, kwargs.get("tensor_name", ""))
                 return out

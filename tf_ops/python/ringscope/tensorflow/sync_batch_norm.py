@@ -18,6 +18,10 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
     Same arguments as ``tf.keras.layers.BatchNormalization``; ``synchronized``
     (tf.distribute's) is not used, the ranks are ringscope's."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.supports_jit = False  # its allreduce runs outside XLA
+
     def _moments(self, inputs, mask):
         from ringscope.tensorflow import Sum, allreduce, size
 

@@ -18,8 +18,27 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+_warned_xla = []
 
-class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+
+class _Callback(keras.callbacks.Callback):
+    """Every ringscope callback trains its model outside XLA: Keras 3's
+    compile() turns jit_compile on by default wherever TensorFlow sees a GPU,
+    and a DistributedOptimizer's allreduces have no XLA kernel. Keras hands
+    the callbacks the model before it builds the training step."""
+
+    def set_model(self, model):
+        super().set_model(model)
+        if getattr(model, "jit_compile", False) is True:
+            model.jit_compile = False
+            model.train_function = None  # built again, without XLA
+            if not _warned_xla:
+                _warned_xla.append(True)
+                warnings.warn("ringscope: jit_compile turned off for this model: ringscope's "
+                              "collectives run outside XLA")
+
+
+class BroadcastGlobalVariablesCallback(_Callback):
     """Makes every rank train from root_rank's weights and optimizer state.
 
     The model's variables are broadcast when training begins if the model
@@ -54,7 +73,10 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     def _broadcast(self, variables):
         from ringscope.tensorflow import broadcast_variables
 
-        broadcast_variables([v for v in variables if not self._is_local(v)], self.root_rank)
+        # A SeedGenerator's state (Dropout, random augmentation) stays each
+        # rank's own: copied from root, every rank would draw the same masks.
+        broadcast_variables([v for v in variables if not self._is_local(v) and
+                             getattr(v, "name", "") != "seed_generator_state"], self.root_rank)
 
     def on_train_begin(self, logs=None):
         # Broadcast now only if the model is built on every rank: a model
@@ -78,7 +100,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
                             (list(optimizer.variables) if optimizer is not None else []))
 
 
-class MetricAverageCallback(keras.callbacks.Callback):
+class MetricAverageCallback(_Callback):
     """Averages the epoch's metrics over all ranks, so every rank logs the
     same. Put it before callbacks that read metrics (ReduceLROnPlateau,
     TensorBoard, checkpoints)."""
@@ -104,7 +126,7 @@ def _get_lr(model):
     return float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
 
 
-class LearningRateScheduleCallback(keras.callbacks.Callback):
+class LearningRateScheduleCallback(_Callback):
     """Sets the learning rate to ``initial_lr * multiplier(epoch)`` from
     ``start_epoch`` up to (not including) ``end_epoch``.
 
@@ -200,7 +222,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
                       f"{self.initial_lr:.6g}.")
 
 
-class StepMarkCallback(keras.callbacks.Callback):
+class StepMarkCallback(_Callback):
     """Puts a STEP mark into the ringscope trace after every training batch."""
 
     def __init__(self):
