@@ -18,6 +18,7 @@
 #include "ringscope/autotune/trial_inputs.h"
 #include "ringscope/autotune/tune_report.h"
 #include "ringscope/autotune/whatif_replay.h"
+#include "ringscope/file_output.h"
 #include "settings_file.h"
 
 using namespace ringscope;
@@ -69,11 +70,11 @@ int run_what_if(const std::vector<TraceGroup>& groups, const std::vector<double>
   s = what_if_loaded(std::move(run), settings, options, &report);
   if (!s.ok()) return fail(s);
   print_what_if(report, explain, std::cout);
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << what_if_json(report) << "\n";
-    if (!json) return fail(Status(StatusCode::kIoError, "cannot write '" + json_path + "'"));
-  }
+  if (!json_path.empty())
+    if (Status w = write_file_atomically(json_path, what_if_json(report) + "\n",
+                                         "--json file '" + json_path + "'");
+        !w.ok())
+      return fail(w);
   if (report.predicted() == 0)
     return fail(Status(StatusCode::kInvalidArgument, "none of the " +
                                                          std::to_string(report.predictions.size()) +
@@ -204,6 +205,14 @@ int main(int argc, char** argv) {
   std::vector<TraceGroup> groups;
   Status s = collect_trace_groups(inputs, &groups);
   if (!s.ok()) return fail(s);
+  // Neither output may be one of the traces read.
+  {
+    std::vector<std::string> files;
+    for (const TraceGroup& g : groups) files.insert(files.end(), g.files.begin(), g.files.end());
+    for (const auto& [path, flag] : {std::pair{json_path, "--json"}, {write_path, "--write"}})
+      if (!path.empty())
+        if (Status o = refuse_output_over_inputs(path, files, flag); !o.ok()) return fail(o);
+  }
   if (what_if_mode && (!write_path.empty() || with_replay)) {
     std::cerr << "ringscope tune: --what-if only predicts; --write and --with-replay belong to "
                  "the tuner (run without --what-if)\n";
@@ -237,11 +246,12 @@ int main(int argc, char** argv) {
   print_suggestion(suggestion, std::cout);
   if (explain) print_explanation(suggestion, std::cout);
 
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << tune_summary_json(loaded.trials, suggestion) << "\n";
-    if (!json) return fail(Status(StatusCode::kIoError, "cannot write '" + json_path + "'"));
-  }
+  if (!json_path.empty())
+    if (Status w =
+            write_file_atomically(json_path, tune_summary_json(loaded.trials, suggestion) + "\n",
+                                  "--json file '" + json_path + "'");
+        !w.ok())
+      return fail(w);
   if (!write_path.empty()) {
     SettingsFile file;
     const Pick pick = pick_name == "best" ? Pick::kBest : Pick::kNext;

@@ -2,6 +2,8 @@
 // config_dir.h).
 #include "config_dir.h"
 
+#include "ringscope/file_output.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -34,23 +36,7 @@ Status write_file_atomically(const std::string& path, const std::string& text) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) return Status(StatusCode::kIoError, "creating " + parent.string() + ": " + ec.message());
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Status(StatusCode::kIoError, "writing " + tmp);
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return Status(StatusCode::kIoError, "renaming " + tmp + " to " + path + ": " + ec.message());
-  }
-  return Status::OK();
+  return ringscope::write_file_atomically(path, text, path);
 }
 
 Status read_whole_file(const std::string& path, std::string* out) {

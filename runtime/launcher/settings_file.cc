@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ringscope/file_output.h"
+
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -186,14 +188,8 @@ Status write_settings_file(const std::string& path, const SettingsFile& settings
   std::string text;
   Status s = format_settings_json(settings, &text);
   if (!s.ok()) return s;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return Status(StatusCode::kIoError,
-                  "settings file '" + path + "': cannot create: " + std::strerror(errno));
-  out << text;
-  out.close();
-  if (!out) return Status(StatusCode::kIoError, "settings file '" + path + "': write failed");
-  return Status::OK();
+  // Beside it, then renamed over it: a full disk leaves the old file whole.
+  return write_file_atomically(path, text, "settings file '" + path + "'");
 }
 
 std::string utc_timestamp() {

@@ -1,6 +1,7 @@
 // ringscope-tune end to end on generated traces: the table, the suggestion,
 // --explain, --json, the settings file with provenance (and its round trip
 // through the ringscope_settings parser), and the CLI's errors.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -132,7 +133,7 @@ TEST_CASE("tune CLI errors are clear", "[cli]") {
   CHECK_THAT(output, Catch::Contains("bad.sqlite"));
 
   GeneratedRun good;
-  write_generated_run(dir.file("good.sqlite"), good);
+  const std::string good_rank0 = write_generated_run(dir.file("good.sqlite"), good).at(0);
   CHECK(run_command(kTune + " " + dir.path(), &output) == 1);  // the bad file stops it
   CHECK(run_command(kTune + " --skip-bad " + dir.path(), &output) == 0);
   CHECK_THAT(output, Catch::Contains("skipped"));
@@ -141,6 +142,14 @@ TEST_CASE("tune CLI errors are clear", "[cli]") {
   CHECK(run_command(kTune + " " + dir.file("good.sqlite") + " --pick worst", &output) == 2);
   CHECK(run_command(kTune + " " + dir.file("good.sqlite") + " --write /nonexistent/dir/x.json",
                     &output) == 1);
+  // An output that is one of the traces read is refused, the trace kept.
+  const auto size = std::filesystem::file_size(good_rank0);
+  for (const char* flag : {"--json", "--write"}) {
+    CHECK(run_command(kTune + " " + dir.file("good.sqlite") + " " + flag + " " + good_rank0,
+                      &output) == 1);
+    CHECK_THAT(output, Catch::Contains("is one of the input traces"));
+  }
+  CHECK(std::filesystem::file_size(good_rank0) == size);
 }
 
 TEST_CASE("settings file round trip keeps the pick and its provenance", "[settings]") {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_tools.h"
@@ -138,4 +139,37 @@ TEST_CASE("a synthetic run merges, reads back per collective and passes check", 
                       &output) == 0);
   CHECK(output.find("merged 4 ranks") != std::string::npos);
   CHECK(std::filesystem::file_size(merged2) == std::filesystem::file_size(merged));
+}
+
+TEST_CASE("merge and export refuse to write over a trace they would destroy", "[trace][merge]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 2;
+  const std::string base = dir.file("run.sqlite");
+  const std::vector<std::string> files = test::write_synthetic_run(base, run);
+  auto bytes = [](const std::string& path) { return std::filesystem::file_size(path); };
+  const auto rank0_size = bytes(files[0]), rank1_size = bytes(files[1]);
+  std::string out;
+  // OUT is rank 0's own file, the inputs named by their base path.
+  CHECK(test::run_cli("merge " + files[0] + " " + base, &out) != 0);
+  CHECK(out.find("is one of the input traces") != std::string::npos);
+  // OUT forgotten: the first per-rank file taken for OUT.
+  CHECK(test::run_cli("merge " + files[0] + " " + files[1], &out) != 0);
+  CHECK(out.find("not a merged file") != std::string::npos);
+  // Chrome export over an input.
+  CHECK(test::run_cli("export --chrome " + files[1] + " " + base, &out) != 0);
+  CHECK(out.find("is one of the input traces") != std::string::npos);
+  CHECK(bytes(files[0]) == rank0_size);
+  CHECK(bytes(files[1]) == rank1_size);
+  CHECK(test::run_cli("check " + base) == 0);
+  // A merged file may be merged over again, and an export replaces its old
+  // JSON whole (nothing of the temporary file is left).
+  const std::string merged = dir.file("merged.sqlite"), json = dir.file("run.json");
+  REQUIRE(test::run_cli("merge " + merged + " " + base) == 0);
+  CHECK(test::run_cli("merge " + merged + " " + base) == 0);
+  { std::ofstream(json) << "old"; }
+  CHECK(test::run_cli("export --chrome " + json + " " + base) == 0);
+  CHECK(bytes(json) > 100);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    CHECK(entry.path().string().find(".tmp") == std::string::npos);
 }

@@ -1,11 +1,14 @@
 // export_chrome_trace: Chrome trace-event JSON (Perfetto and chrome://tracing
 // open it) written event by event through a small buffer: one process per
 // rank, one thread per lane, names resolved, times in microseconds.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "ringscope/file_output.h"
 #include "ringscope/trace_tools.h"
 
 namespace ringscope {
@@ -99,10 +102,29 @@ int track_tid(Lane lane, int track) { return static_cast<int>(lane) + kLaneCount
 
 }  // namespace
 
+static Status write_chrome_trace(const TraceReader& reader, const std::string& out_path,
+                                 int64_t* events_written);
+
 Status export_chrome_trace(const TraceReader& reader, const std::string& out_path,
                            int64_t* events_written) {
+  if (Status s = refuse_output_over_inputs(out_path, reader.files(), "--chrome output"); !s.ok())
+    return s;
+  // Written beside the destination and renamed over it when complete: a
+  // failed export leaves no partial JSON over an earlier good one.
+  const std::string tmp = temporary_path_for(out_path);
+  Status status = write_chrome_trace(reader, tmp, events_written);
+  if (!status.ok()) {
+    std::remove(tmp.c_str());
+    return status;
+  }
+  return commit_temporary(tmp, out_path, "--chrome output " + out_path);
+}
+
+static Status write_chrome_trace(const TraceReader& reader, const std::string& out_path,
+                                 int64_t* events_written) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(out_path.c_str(), "wb"), &std::fclose);
-  if (!file) return Status(StatusCode::kIoError, "cannot write " + out_path);
+  if (!file)
+    return Status(StatusCode::kIoError, "cannot write " + out_path + ": " + std::strerror(errno));
   JsonStream out(file.get());
   std::string& b = out.buf();
   b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{";

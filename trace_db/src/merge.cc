@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
+#include "ringscope/file_output.h"
 #include "ringscope/trace_tools.h"
 #include "schema.h"
 #include "sqlite_util.h"
@@ -123,9 +125,22 @@ Status merge_traces(const std::vector<std::string>& inputs, const std::string& o
                     MergeResult* result) {
   TraceReader reader;
   if (Status s = reader.open(inputs); !s.ok()) return s;
-  for (const std::string& file : reader.files())
-    if (file == out_path)
-      return Status(StatusCode::kInvalidArgument, "merge output " + out_path + " is also an input");
+  if (Status s = refuse_output_over_inputs(out_path, reader.files(), "merge output"); !s.ok())
+    return s;
+  // An existing per-rank trace as OUT (OUT forgotten: `merge a.rank0.sqlite
+  // a.rank1.sqlite`) would be replaced; an earlier merged file may be.
+  {
+    std::error_code ec;
+    TraceReader existing;
+    if (std::filesystem::exists(out_path, ec) && existing.open({out_path}).ok() &&
+        !existing.merged())
+      return Status(StatusCode::kInvalidArgument,
+                    "merge output " + out_path + " is rank " +
+                        std::to_string(existing.ranks().empty() ? -1 : existing.ranks()[0].rank) +
+                        "'s trace of run " + existing.meta_value("run_id", "?") +
+                        ", not a merged file: merging would replace it (usage: merge OUT "
+                        "INPUT...; remove it first to overwrite)");
+  }
   // Built unpacked in `build_path`, then VACUUM INTO `temp_path` (SQLite's
   // append-optimized copy packs the clustered table ~12% tighter), renamed.
   const std::string build_path = out_path + ".merging-" + std::to_string(getpid());
