@@ -150,9 +150,43 @@ TEST_CASE("a damaged lane_stats count does not make lane_columns allocate it", "
   TraceReader reader;
   REQUIRE(reader.open({path}).ok());
   LaneColumns columns;
-  REQUIRE(reader.lane_columns(0, Lane::kCycle, &columns).ok());
+  const Status s = reader.lane_columns(0, Lane::kCycle, &columns);
+  // Read without the huge allocation, and then refused: the count disagrees.
   CHECK(columns.size() == 30);
   CHECK(columns.memory_bytes() < (size_t{1} << 30));
+  CHECK(s.code() == StatusCode::kCorrupt);
+  CHECK(s.message().find("read 30 of the 1099511627776 events of lane") != std::string::npos);
+}
+
+TEST_CASE("rows lost from a closed trace are an error, not a quietly shorter trace",
+          "[trace][corrupt]") {
+  // Damaged pages can drop rows with no SQLite error; the counts the writer
+  // stored at close (ranks.event_count, lane_stats) give them away.
+  test::TempDir dir;
+  const std::string path = valid_trace(dir, "lost.sqlite");
+  sql_exec(path,
+           "DELETE FROM events WHERE lane = (SELECT min(lane) FROM events) AND "
+           "start_ns > (SELECT avg(start_ns) FROM events)");
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  int64_t seen = 0;
+  const Status scan = reader.scan_events(0, [&](const StoredEvent&) { return ++seen > 0; });
+  CHECK(scan.code() == StatusCode::kCorrupt);
+  CHECK(scan.message().find("the file is damaged") != std::string::npos);
+  CHECK(scan.message().find(path) != std::string::npos);
+  std::vector<Lane> lanes;
+  REQUIRE(reader.lanes(0, &lanes).ok());
+  int corrupt_lanes = 0;
+  for (Lane lane : lanes) {
+    LaneColumns columns;
+    corrupt_lanes += reader.lane_columns(0, lane, &columns).code() == StatusCode::kCorrupt;
+  }
+  CHECK(corrupt_lanes > 0);
+  // A scan that stops early is not a complete read and is not judged.
+  CHECK(reader.scan_events(0, [](const StoredEvent&) { return false; }).ok());
+  std::string out;
+  CHECK(test::run_cli("stats " + path, &out) != 0);
+  CHECK(out.find("damaged") != std::string::npos);
 }
 
 TEST_CASE("a duration near INT64_MAX saturates instead of overflowing", "[trace][corrupt]") {

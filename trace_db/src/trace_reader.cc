@@ -180,11 +180,31 @@ Status TraceReader::scan_events(int rank, const std::function<bool(const StoredE
   if (lane) stmt.bind(2, static_cast<int>(*lane));
   Status status;
   StoredEvent event;
+  int64_t read = 0;
   while (stmt.step(&status)) {
     impl_->read_event(*source, info, stmt, &event);
-    if (!fn(event)) break;
+    ++read;
+    if (!fn(event)) return status;
   }
-  return status;
+  if (!status.ok()) return status;
+  return impl_->verify_read_count(*source, info, lane, read);
+}
+
+Status TraceReader::Impl::verify_read_count(const TraceSource& source, const RankInfo& rank,
+                                            std::optional<Lane> lane, int64_t read) const {
+  if (!rank.finalized) return Status::OK();  // a live or killed file: counts still moving
+  int64_t expected = rank.event_count;
+  if (lane) {
+    auto it = lane_stats.find({rank.rank, static_cast<int>(*lane)});
+    expected = it == lane_stats.end() ? 0 : it->second.event_count;
+  }
+  if (read == expected) return Status::OK();
+  return Status(StatusCode::kCorrupt,
+                source.path + ": rank " + std::to_string(rank.rank) + ": read " +
+                    std::to_string(read) + " of the " + std::to_string(expected) + " events" +
+                    (lane ? " of lane " + lane_name(*lane) : std::string()) +
+                    " the file says it holds: the file is damaged (`ringscope-trace check " +
+                    source.path + "` shows where)");
 }
 
 Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
@@ -237,7 +257,8 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
     out->name_id.push_back(name_id);
     out->bytes.push_back(stmt.column_int_or(6, 0));
   }
-  return status;
+  if (!status.ok()) return status;
+  return impl_->verify_read_count(*source, info, lane, static_cast<int64_t>(out->size()));
 }
 
 Status TraceReader::collective(int64_t cycle, int32_t seq_index,

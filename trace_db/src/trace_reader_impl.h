@@ -46,6 +46,11 @@ struct TraceReader::Impl {
   // Fills `out` from a row whose first 15 columns are schema::kEventColumns.
   void read_event(const TraceSource& source, const RankInfo& rank, const sql::Stmt& stmt,
                   StoredEvent* out) const;
+  // After a complete read of a finalized rank's events (all lanes, or one):
+  // kCorrupt when fewer or more rows came back than the file says it holds
+  // (ranks.event_count, lane_stats), as damaged pages do without an error.
+  Status verify_read_count(const TraceSource& source, const RankInfo& rank,
+                           std::optional<Lane> lane, int64_t read) const;
 };
 
 // The event column list, for SELECTs feeding read_event().
