@@ -59,7 +59,7 @@ void fold_track(const Track& track, const FoldRequest& request, std::vector<Fold
         while (j < row_end && run_end <= t1) {
           const size_t k = first_starting_at_or_after(ev, j, row_end, run_end + min_ns);
           if (k == j) break;
-          run_end = std::max(run_end, track.end_envelope(row, k - 1));
+          run_end = std::max(run_end, track.max_draw_end(row, j, k));  // this run's own
           j = k;
         }
       } else if (run_end - start < min_ns) {
@@ -90,8 +90,7 @@ void fold_track(const Track& track, const FoldRequest& request, std::vector<Fold
       // In the shared row a long span (a stalled tensor's negotiation) lifts
       // the end envelope: the events under it that end before the view would
       // each become an item at its left edge. Skip them.
-      if (overlapping_row)
-        while (i < row_end && ev.start_ns[i] < t0 && track.draw_end(i) < t0) ++i;
+      if (overlapping_row) i = track.skip_ending_before(row, i, row_end, t0);
     }
   }
 }

@@ -28,7 +28,10 @@ Status ring_flows(const TimelineModel& model, const CollectiveKey& key,
                   std::vector<RingFlow>* out) {
   out->clear();
   std::vector<StoredEvent> events;
-  if (Status s = model.trace().reader.collective(key.cycle, key.seq_index, &events); !s.ok())
+  // Ring steps all live in the ring lane: one query per rank, where every
+  // lane's would each be widened by that lane's longest event.
+  if (Status s = model.trace().reader.collective(key.cycle, key.seq_index, &events, Lane::kRing);
+      !s.ok())
     return s;
   std::unordered_map<int, uint32_t> rank_index;
   for (uint32_t i = 0; i < model.ranks().size(); ++i) rank_index[model.ranks()[i].info.rank] = i;

@@ -250,7 +250,7 @@ const StoredEvent* TimelineModel::event_detail(const EventRef& ref) {
   const int rank = trace_->ranks[ref.rank_index].info.rank;
   std::vector<StoredEvent> found;
   const int64_t start = e.start_ns[i];
-  if (!trace_->reader.events_in_window(rank, lane_of_kind(e.kind[i]), start, start, &found).ok())
+  if (!trace_->reader.events_starting_at(rank, lane_of_kind(e.kind[i]), start, &found).ok())
     return nullptr;
   for (const StoredEvent& s : found)
     if (s.event.start_ns == start && s.event.kind == e.kind[i] &&

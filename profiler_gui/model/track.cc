@@ -71,7 +71,43 @@ int track_max_rows(TrackFamily family) {
 size_t Track::memory_bytes() const {
   size_t bytes = events.memory_bytes() + row_begin.capacity() * sizeof(uint32_t);
   for (const auto& envelope : row_end_envelope) bytes += envelope.memory_bytes();
+  for (const auto& blocks : row_block_max_end) bytes += blocks.capacity() * sizeof(int64_t);
   return bytes;
+}
+
+int64_t Track::max_draw_end(size_t row, size_t lo, size_t hi) const {
+  if (row_end_envelope[row].empty()) return draw_end(hi - 1);  // ends increase
+  const std::vector<int64_t>& blocks = row_block_max_end[row];
+  const size_t base = row_begin[row];
+  int64_t best = INT64_MIN;
+  size_t i = lo;
+  while (i < hi) {
+    const size_t offset = i - base;
+    if (offset % kEndBlock == 0 && i + kEndBlock <= hi) {
+      best = std::max(best, blocks[offset / kEndBlock]);
+      i += kEndBlock;
+    } else {
+      best = std::max(best, draw_end(i));
+      ++i;
+    }
+  }
+  return best;
+}
+
+size_t Track::skip_ending_before(size_t row, size_t i, size_t hi, int64_t t) const {
+  const bool blocked = !row_end_envelope[row].empty();
+  const size_t base = row_begin[row];
+  while (i < hi && events.start_ns[i] < t) {
+    const size_t offset = i - base;
+    if (blocked && offset % kEndBlock == 0 && i + kEndBlock <= hi &&
+        row_block_max_end[row][offset / kEndBlock] < t && events.start_ns[i + kEndBlock - 1] < t) {
+      i += kEndBlock;
+      continue;
+    }
+    if (draw_end(i) >= t) break;
+    ++i;
+  }
+  return i;
 }
 
 void append_event(LaneColumns& to, const LaneColumns& from, size_t i) {
@@ -143,6 +179,7 @@ Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lan
   // 4. Rows whose events overlap (only the shared last row can) get a
   //    running-maximum envelope of their ends.
   track.row_end_envelope.resize(rows);
+  track.row_block_max_end.resize(rows);
   track.first_ns = refs.empty() ? 0 : refs.front().start;
   track.last_ns = track.first_ns;
   for (size_t r = 0; r < rows; ++r) {
@@ -156,10 +193,14 @@ Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lan
     if (!overlaps) continue;
     CompactInt64Column& envelope = track.row_end_envelope[r];
     envelope.reserve(track.row_begin[r + 1] - track.row_begin[r]);
+    std::vector<int64_t>& blocks = track.row_block_max_end[r];
     running = INT64_MIN;
     for (size_t i = track.row_begin[r]; i < track.row_begin[r + 1]; ++i) {
       running = std::max(running, track.draw_end(i));
       envelope.push_back(running - ev.start_ns[i]);
+      const size_t block = (i - track.row_begin[r]) / Track::kEndBlock;
+      if (block == blocks.size()) blocks.push_back(INT64_MIN);
+      blocks[block] = std::max(blocks[block], track.draw_end(i));
     }
   }
   return track;

@@ -40,6 +40,12 @@ struct Track {
   // else the running maximum of draw_end (only the shared last row can
   // overlap), stored as its distance from the event's start (>= 0, 32 bits).
   std::vector<CompactInt64Column> row_end_envelope;
+  // Per row with an envelope: the largest draw_end of each block of
+  // kEndBlock events, so the fold finds the end of a run of events, and skips
+  // events that end before the view, without one step per event (a long span
+  // early in the row lifts the envelope for everything after it).
+  static constexpr size_t kEndBlock = 64;
+  std::vector<std::vector<int64_t>> row_block_max_end;
   int64_t first_ns = 0, last_ns = 0;  // earliest start, latest draw end
 
   size_t rows() const { return row_begin.empty() ? 0 : row_begin.size() - 1; }
@@ -55,6 +61,11 @@ struct Track {
     const CompactInt64Column& envelope = row_end_envelope[row];
     return envelope.empty() ? draw_end(i) : events.start_ns[i] + envelope[i - row_begin[row]];
   }
+  // Largest draw end of the events [lo, hi) of `row` (lo < hi).
+  int64_t max_draw_end(size_t row, size_t lo, size_t hi) const;
+  // First index in [i, hi) of `row` that starts at or after t or ends at or
+  // after t (hi if none): the events before it all lie left of t.
+  size_t skip_ending_before(size_t row, size_t i, size_t hi, int64_t t) const;
   size_t memory_bytes() const;
 };
 

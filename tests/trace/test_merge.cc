@@ -116,6 +116,11 @@ TEST_CASE("a synthetic run merges, reads back per collective and passes check", 
     // negotiate + first member (own seq 3) + fusion + 2 memcpy + allreduce + 6 steps + callback
     CHECK(per_rank[r] == 1 + 1 + 1 + 2 + 1 + 6 + 1);
   }
+  // The ring lane alone: exactly the ring steps.
+  std::vector<StoredEvent> ring_only;
+  REQUIRE(reader.collective(3, 3, &ring_only, Lane::kRing).ok());
+  CHECK(ring_only.size() == 4 * 6);
+  for (const StoredEvent& e : ring_only) CHECK(e.lane == Lane::kRing);
   std::vector<SettingChange> settings;
   REQUIRE(reader.settings(&settings).ok());
   REQUIRE(settings.size() == 8);

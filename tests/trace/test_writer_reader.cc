@@ -167,6 +167,19 @@ TEST_CASE("window queries return exactly the overlapping events", "[trace][reade
     for (const StoredEvent& s : got) ids.push_back(s.event.value);
     CHECK(ids == expected);
   }
+  // The events starting at a time: only those (spans that merely overlap it
+  // are not), within a nanosecond.
+  for (const int64_t t : {int64_t{0}, int64_t{50'000}, int64_t{50'001}, int64_t{50'050}}) {
+    std::vector<StoredEvent> got;
+    REQUIRE(reader.events_starting_at(0, Lane::kRing, t, &got).ok());
+    INFO("t = " << t);
+    if (t % 100 <= 1) {
+      REQUIRE(got.size() == 1);
+      CHECK(got[0].event.value == t / 100);
+    } else {
+      CHECK(got.empty());
+    }
+  }
   LaneColumns columns;
   REQUIRE(reader.lane_columns(0, Lane::kRing, &columns).ok());
   REQUIRE(columns.size() == 2000);

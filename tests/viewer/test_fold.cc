@@ -179,6 +179,47 @@ TEST_CASE("a long span in the shared row does not turn the events before the vie
   CHECK(items.size() < 100);
 }
 
+TEST_CASE("after a long span in the shared row, each folded run ends where its own events end",
+          "[fold]") {
+  // The running envelope of the shared row stays at the long span's end for
+  // everything after it; taken for a run's end, every run after the span
+  // was drawn to the right edge of the view.
+  LaneColumns lane;
+  const uint16_t negotiate = static_cast<uint16_t>(EventKind::kNegotiate);
+  push(lane, negotiate, 0, 500);
+  push(lane, negotiate, 100, 1'000'000'000);                 // the stalled tensor, 1 s
+  for (int64_t t = 1000; t < 1'000'000'000; t += 100'000) {  // two pairs every 100 us
+    push(lane, negotiate, t, 600);
+    push(lane, negotiate, t + 100, 600);
+    push(lane, negotiate, t + 1000, 600);
+    push(lane, negotiate, t + 1100, 600);
+  }
+  const Track track = build_track(TrackFamily::kNegotiation, {&lane});
+  REQUIRE(track.rows() == 2);
+  std::vector<FoldItem> items;
+  // 10 ms at 1000 px: 10 us per px, runs of 3 px merge; each pair is 0.07 px.
+  fold_track(track, {500'000'000, 510'000'000, 1000, 3.0f}, &items);
+  // Each pair's first event is in row 0, its second beside the long span in
+  // the shared row; the two of a row 1 us apart fold into one item: 100
+  // two-event items per row, plus the long span.
+  int in_shared_row = 0;
+  for (const FoldItem& item : items) {
+    if (track.events.dur[item.first] >= 1'000'000) continue;  // the long span itself
+    in_shared_row += item.row == 1;
+    INFO("row " << int(item.row) << ", " << item.count << " event(s) at " << item.x0 << ".."
+                << item.x1);
+    CHECK(item.x1 - item.x0 < 1.0f);
+    CHECK(item.count == 2);
+  }
+  CHECK(in_shared_row == 100);
+  CHECK(items.size() == 201);
+  // The same far from the span's start (the events before the view skipped
+  // a block at a time).
+  items.clear();
+  fold_track(track, {900'000'000, 910'000'000, 1000, 3.0f}, &items);
+  CHECK(items.size() == 201);
+}
+
 TEST_CASE("an online-tuned run's nested spans leave its STEP marks unfolded", "[fold]") {
   // A decision over its trials over back-to-back windows, STEP marks every
   // 10 ms inside: with one shared row every mark folded at every zoom.

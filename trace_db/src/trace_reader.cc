@@ -261,8 +261,35 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
   return impl_->verify_read_count(*source, info, lane, static_cast<int64_t>(out->size()));
 }
 
-Status TraceReader::collective(int64_t cycle, int32_t seq_index,
-                               std::vector<StoredEvent>* out) const {
+Status TraceReader::events_starting_at(int rank, Lane lane, int64_t start_ns,
+                                       std::vector<StoredEvent>* out) const {
+  out->clear();
+  const TraceSource* source = impl_->source(rank);
+  if (!source) return Status(StatusCode::kInvalidArgument, "no rank " + std::to_string(rank));
+  const RankInfo& info = *impl_->rank_info(rank);
+  const int64_t local = info.to_local(start_ns);
+  sql::Stmt stmt;
+  if (Status s = stmt.prepare(source->db.get(),
+                              std::string("SELECT ") + kSelectEventColumns +
+                                  " FROM events WHERE rank = ?1 AND lane = ?2 AND start_ns"
+                                  " BETWEEN ?3 AND ?4 ORDER BY start_ns");
+      !s.ok())
+    return s;
+  stmt.bind(1, rank);
+  stmt.bind(2, static_cast<int>(lane));
+  stmt.bind(3, saturating_sub(local, 1));
+  stmt.bind(4, saturating_add(local, 1));
+  Status status;
+  StoredEvent event;
+  while (stmt.step(&status)) {
+    impl_->read_event(*source, info, stmt, &event);
+    out->push_back(event);
+  }
+  return status;
+}
+
+Status TraceReader::collective(int64_t cycle, int32_t seq_index, std::vector<StoredEvent>* out,
+                               std::optional<Lane> only_lane) const {
   out->clear();
   for (const RankInfo& info : impl_->ranks) {
     const TraceSource& source = *impl_->source(info.rank);
@@ -287,7 +314,8 @@ Status TraceReader::collective(int64_t cycle, int32_t seq_index,
     if (found) {
       lanes_to_scan.clear();
       for (const auto& [key, stat] : impl_->lane_stats)
-        if (key.first == info.rank) lanes_to_scan.push_back(key.second);
+        if (key.first == info.rank && (!only_lane || key.second == static_cast<int>(*only_lane)))
+          lanes_to_scan.push_back(key.second);
     }
     for (int lane : lanes_to_scan) {
       stmt.reset();

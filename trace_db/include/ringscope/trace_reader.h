@@ -106,10 +106,17 @@ class TraceReader {
   // Events of (rank, lane) overlapping [begin_ns, end_ns], sorted by start.
   Status events_in_window(int rank, Lane lane, int64_t begin_ns, int64_t end_ns,
                           std::vector<StoredEvent>* out) const;
+  // Events of (rank, lane) that start at start_ns (within 1 ns, the rounding
+  // of the clock offset): one index probe, where events_in_window widens
+  // its range by the lane's longest event (a stall of minutes).
+  Status events_starting_at(int rank, Lane lane, int64_t start_ns,
+                            std::vector<StoredEvent>* out) const;
   Status lane_columns(int rank, Lane lane, LaneColumns* out) const;
   // Every event tagged (cycle, seq_index) on every rank within that cycle's
-  // CYCLE span (whole table scanned for a rank without the CYCLE event).
-  Status collective(int64_t cycle, int32_t seq_index, std::vector<StoredEvent>* out) const;
+  // CYCLE span (whole table scanned for a rank without the CYCLE event);
+  // with `only_lane`, that lane's events alone (one query per rank).
+  Status collective(int64_t cycle, int32_t seq_index, std::vector<StoredEvent>* out,
+                    std::optional<Lane> only_lane = std::nullopt) const;
   Status settings(std::vector<SettingChange>* out) const;  // sorted by time
   // Streams a rank's events in (lane, start) order; fn returns false to stop.
   Status scan_events(int rank, const std::function<bool(const StoredEvent&)>& fn,
