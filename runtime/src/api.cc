@@ -27,6 +27,11 @@ struct ProcessRuntime {
   // API calls using the runtime now (taken under mu while it is installed):
   // shutdown() destroys it only when they have returned.
   std::atomic<int> users{0};
+  // shutdown() is calling MPI_Finalize itself (the MPI_COMM_SELF hook below
+  // then has nothing to do), or MPI is being finalised by someone else (then
+  // shutdown() must not finalise it again).
+  std::atomic<bool> finalizing_mpi{false};
+  bool finalize_hook_set = false;
 };
 
 ProcessRuntime& process() {
@@ -87,6 +92,27 @@ Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport, co
   return s;
 }
 
+// Runs first thing inside MPI_Finalize (MPI deletes MPI_COMM_SELF's
+// attributes before anything else): a program, or mpi4py at interpreter
+// exit, that finalises MPI without calling shutdown() would otherwise leave
+// the background thread inside MPI while it is torn down, and the runtime's
+// destructor calling MPI after it.
+int shutdown_before_mpi_finalize(MPI_Comm, int, void*, void*) {
+  ProcessRuntime& p = process();
+  if (p.finalizing_mpi.exchange(true)) return MPI_SUCCESS;  // shutdown() is finalising
+  shutdown();
+  return MPI_SUCCESS;
+}
+
+void set_finalize_hook(ProcessRuntime& p) {
+  if (p.finalize_hook_set) return;
+  int keyval = MPI_KEYVAL_INVALID;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shutdown_before_mpi_finalize, &keyval,
+                             nullptr) == MPI_SUCCESS &&
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr) == MPI_SUCCESS)
+    p.finalize_hook_set = true;
+}
+
 Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   int provided = 0;
   MPI_Query_thread(&provided);
@@ -102,6 +128,7 @@ Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   Status s = MpiTransport::create(comm, &transport, Deadline::after(options.op_timeout_seconds));
   if (!s.ok()) return s;
   const Topology topo = transport->topology();
+  set_finalize_hook(p);
   return start_runtime(p, std::move(transport), topo, options);
 }
 
@@ -182,15 +209,21 @@ void shutdown() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (p.users.load() > 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-  if (p.users.load() > 0)
+  const bool leaked = p.users.load() > 0;
+  if (leaked)
     (void)runtime.release();
   else
     runtime.reset();
   std::lock_guard<std::mutex> lock(p.mu);
-  if (p.we_initialized_mpi && !p.runtime) {
+  // A leaked runtime may still be inside MPI on the stuck call's thread:
+  // MPI stays up (finalising under it is undefined) and the process exits
+  // with it.
+  if (p.we_initialized_mpi && !p.runtime && !leaked) {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    // Not when MPI is already being finalised (shutdown() called from the
+    // MPI_COMM_SELF hook inside someone else's MPI_Finalize).
+    if (!finalized && !p.finalizing_mpi.exchange(true)) MPI_Finalize();
     p.we_initialized_mpi = false;
   }
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <thread>
 #include <utility>
 
@@ -238,7 +239,17 @@ void Runtime::loop() {
                       topo_.rank);
   for (;;) {
     bool stop = false;
-    Status s = run_cycle(&stop);
+    Status s;
+    try {
+      s = run_cycle(&stop);
+    } catch (const std::exception& e) {
+      // An allocation that failed (a joined rank's stand-in arena sized from
+      // its peers' tensors, say) must not std::terminate the process: the
+      // pending ops fail with the reason and the peers see this rank leave.
+      s = Status(StatusCode::kInternal,
+                 std::string("the background loop stopped on an exception: ") + e.what(),
+                 topo_.rank);
+    }
     if (!s.ok()) {
       log(1, "error: " + s.to_string());
       final_status = s;

@@ -12,6 +12,7 @@ kind (eager) or the graph node name (tf.function), so every rank must issue
 the same collectives in the same program order when names are not given.
 """
 
+import atexit
 import ctypes
 import functools
 import threading
@@ -44,14 +45,20 @@ __all__ = [
 # Reduce ops (same values as the C++ ReduceOp).
 Sum, Average, Min, Max = 0, 1, 2, 3
 
+_shutdown_at_exit = []  # atexit registered (once)
 _together_lock = threading.Lock()
 _together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
 _TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
 
 
 def init():
-    """Starts the runtime over MPI_COMM_WORLD with settings from the environment."""
+    """Starts the runtime over MPI_COMM_WORLD with settings from the environment.
+    A script that never calls shutdown() is shut down at interpreter exit,
+    before MPI is finalised (as Horovod does)."""
     _call(_c.ringscope_c_init)
+    if not _shutdown_at_exit:
+        _shutdown_at_exit.append(True)
+        atexit.register(shutdown)
 
 
 def shutdown():
