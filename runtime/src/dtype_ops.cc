@@ -39,12 +39,36 @@ inline T max_of(T a, T b) {
   return a < b ? b : a;
 }
 
+// a + b; integers wrap (added as unsigned: a signed overflow is undefined).
+template <typename T>
+T add_of(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+
+// x truncated toward zero into integer type T, saturating at T's range (NaN
+// gives 0): a scaled value out of range is not undefined behaviour, and
+// agrees with the GPU kernels, which saturate.
+template <typename T>
+T to_integer_saturating(double x) {
+  if (std::isnan(x)) return T(0);
+  constexpr double kBound = static_cast<double>(uint64_t{1} << std::numeric_limits<T>::digits);
+  if (x >= kBound) return std::numeric_limits<T>::max();
+  if (x <= static_cast<double>(std::numeric_limits<T>::lowest()))
+    return std::numeric_limits<T>::lowest();
+  return static_cast<T>(x);
+}
+
 template <typename T>
 void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_t n) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = add_of(dst[i], src[i]);
       break;
     case ReduceOp::kMin:
       for (size_t i = 0; i < n; ++i) dst[i] = min_of(dst[i], src[i]);
@@ -61,7 +85,7 @@ void combine_typed(ReduceOp op, T* __restrict dst, const T* __restrict a, const 
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(a[i] + b[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = add_of(a[i], b[i]);
       break;
     case ReduceOp::kMin:
       for (size_t i = 0; i < n; ++i) dst[i] = min_of(a[i], b[i]);
@@ -111,7 +135,7 @@ T scale_one(T v, const Scale& s) {
     return v * static_cast<T>(s.factor);
   } else if constexpr (std::is_integral_v<T>) {
     if (s.divisor > 0) return static_cast<T>(static_cast<int64_t>(v) / s.divisor);
-    return static_cast<T>(static_cast<double>(v) * s.factor);
+    return to_integer_saturating<T>(static_cast<double>(v) * s.factor);
   } else {  // Eigen::half / Eigen::bfloat16
     return T(static_cast<float>(v) * static_cast<float>(s.factor));
   }
@@ -130,7 +154,7 @@ T combine_scale_one(T a, T b, const Scale& scale) {
   if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
     const T r = kOp == ReduceOp::kMin   ? min_of(a, b)
                 : kOp == ReduceOp::kMax ? max_of(a, b)
-                                        : static_cast<T>(a + b);
+                                        : add_of(a, b);
     return kScale ? scale_one(r, scale) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);

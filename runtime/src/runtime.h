@@ -232,7 +232,9 @@ class Runtime {
   std::vector<TensorEntry> fresh_;
   std::vector<Response> responses_;
   uint64_t arrivals_ = 0;
-  int64_t cycle_ = 0;
+  // Written by the background thread only; read also by start_trace() on the
+  // caller's thread (the settings snapshot), hence atomic.
+  std::atomic<int64_t> cycle_{0};
   ResponseCache cache_;
   // The cycle's control vector and the entries its rank sends to the
   // coordinator, kept across cycles (an idle cycle allocates nothing).

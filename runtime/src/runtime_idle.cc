@@ -84,16 +84,18 @@ bool Runtime::doorbell_rang() {
     }
   }
   // Forget rings whose sends have all finished.
-  doorbell_rings_.erase(std::remove_if(doorbell_rings_.begin(), doorbell_rings_.end(),
-                                       [](DoorbellRing& ring) {
-                                         for (PendingOpPtr& op : ring.sends) {
-                                           Status s;
-                                           if (op && !op->test(&s)) return false;
-                                         }
-                                         ring.sends.clear();  // done: free its buffer
-                                         return true;
-                                       }),
-                        doorbell_rings_.end());
+  for (DoorbellRing& ring : doorbell_rings_) {
+    bool done = true;
+    for (PendingOpPtr& op : ring.sends) {
+      Status s;
+      if (op && !op->test(&s)) {
+        done = false;
+        break;
+      }
+    }
+    if (done) ring.sends.clear();  // free its buffer
+  }
+  std::erase_if(doorbell_rings_, [](const DoorbellRing& ring) { return ring.sends.empty(); });
   return rang;
 }
 

@@ -1,6 +1,8 @@
 // Local checks of a submitted op (see submission_checks.h).
 #include "submission_checks.h"
 
+#include <cmath>
+
 #include "messages.h"
 #include "ringscope/ringscope.h"
 
@@ -9,11 +11,28 @@ namespace ringscope {
 Status check_submission(const TensorEntry& entry, int rank, int size) {
   const Request& r = entry.req;
   if (r.name.empty()) return Status(StatusCode::kInvalidArgument, "tensor name is empty", rank);
-  for (int64_t d : r.shape)
+  int64_t elements = 1, bytes = 0;
+  for (int64_t d : r.shape) {
     if (d < 0)
       return Status(StatusCode::kInvalidArgument,
                     "tensor '" + r.name + "' has a negative dimension " + shape_string(r.shape),
                     rank);
+    if (__builtin_mul_overflow(elements, d, &elements))
+      return Status(
+          StatusCode::kInvalidArgument,
+          "tensor '" + r.name + "' has more elements than 64 bits count " + shape_string(r.shape),
+          rank);
+  }
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(r.dtype)), &bytes))
+    return Status(
+        StatusCode::kInvalidArgument,
+        "tensor '" + r.name + "' has more bytes than 64 bits count " + shape_string(r.shape), rank);
+  if (!std::isfinite(r.prescale) || !std::isfinite(r.postscale))
+    return Status(StatusCode::kInvalidArgument,
+                  "tensor '" + r.name + "': the scale factors must be finite (prescale " +
+                      std::to_string(r.prescale) + ", postscale " + std::to_string(r.postscale) +
+                      ")",
+                  rank);
   const bool has_data = num_elements(r.shape) > 0;
   bool needs_output = has_data && !varies_dim0(r.op);
   if ((r.op == OpType::kReducescatter || r.op == OpType::kAlltoall) && r.on_device())

@@ -107,3 +107,27 @@ TEST_CASE("an integer Average of exact multiples is exact at every world size", 
   scale_in_place(DataType::kUInt8, &byte, 1, 0.3);
   CHECK(byte == 60);
 }
+
+TEST_CASE("integer scaling saturates out of range and integer sums wrap", "[scale]") {
+  // Out-of-range float-to-integer conversion is undefined behaviour (and the
+  // GPU kernels saturate): the CPU saturates too, NaN gives 0.
+  std::vector<uint8_t> bytes = {200, 100, 0};
+  scale_in_place(DataType::kUInt8, bytes.data(), bytes.size(), 2.0);
+  CHECK(bytes == std::vector<uint8_t>{255, 200, 0});
+  bytes = {200, 100, 0};
+  scale_in_place(DataType::kUInt8, bytes.data(), bytes.size(), -1.0);
+  CHECK(bytes == std::vector<uint8_t>{0, 0, 0});
+  std::vector<int32_t> ints = {2'000'000'000, -2'000'000'000, 7};
+  scale_in_place(DataType::kInt32, ints.data(), ints.size(), 4.0);
+  CHECK(ints == std::vector<int32_t>{INT32_MAX, INT32_MIN, 28});
+  std::vector<int64_t> longs = {INT64_MAX / 2, INT64_MIN / 2};
+  scale_in_place(DataType::kInt64, longs.data(), longs.size(), 3.0);
+  CHECK(longs == std::vector<int64_t>{INT64_MAX, INT64_MIN});
+  // Sums wrap as two's complement (added as unsigned), every element alike.
+  std::vector<int32_t> a(33, INT32_MAX), b(33, 2);
+  reduce_into(DataType::kInt32, ReduceOp::kSum, a.data(), b.data(), a.size());
+  for (int32_t v : a) CHECK(v == INT32_MIN + 1);
+  std::vector<int64_t> c(17, INT64_MIN), d(17, -1), out(17);
+  combine(DataType::kInt64, ReduceOp::kSum, out.data(), c.data(), d.data(), out.size());
+  for (int64_t v : out) CHECK(v == INT64_MAX);
+}

@@ -1,7 +1,12 @@
-// Negotiation messages survive encoding, and malformed bytes are rejected.
+// Negotiation messages survive encoding and malformed bytes are rejected; a
+// submission with impossible sizes or scale factors is refused locally.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "messages.h"
+#include "submission_checks.h"
+#include "tensor_queue.h"
 
 using namespace ringscope;
 
@@ -124,4 +129,35 @@ TEST_CASE("out-of-range enum values are rejected", "[messages]") {
   bytes[1 + 4 + 4 + 1] = 3;
   REQUIRE(decode(bytes, &out).ok());
   CHECK(out.requests[0].op == OpType::kReducescatter);
+}
+
+TEST_CASE("submissions with impossible sizes or non-finite scale factors are refused",
+          "[messages][errors]") {
+  float data[4] = {};
+  TensorEntry e;
+  e.req.name = "w";
+  e.req.op = OpType::kAllreduce;
+  e.req.dtype = DataType::kFloat32;
+  e.req.shape = {4};
+  e.input = data;
+  e.output = data;
+  CHECK(check_submission(e, 0, 2).ok());
+  e.req.shape = {int64_t{1} << 33, int64_t{1} << 31};  // 2^64 elements
+  Status s = check_submission(e, 0, 2);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("more elements than 64 bits") != std::string::npos);
+  e.req.shape = {int64_t{1} << 62};  // elements fit, bytes do not
+  s = check_submission(e, 0, 2);
+  CHECK(s.message().find("more bytes than 64 bits") != std::string::npos);
+  e.req.shape = {4};
+  for (const double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    e.req.prescale = bad;
+    s = check_submission(e, 0, 2);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("must be finite") != std::string::npos);
+    e.req.prescale = 1.0;
+    e.req.postscale = bad;
+    CHECK_FALSE(check_submission(e, 0, 2).ok());
+    e.req.postscale = 1.0;
+  }
 }

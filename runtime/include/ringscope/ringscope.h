@@ -49,7 +49,9 @@ using Shape = std::vector<int64_t>;
 struct Device {
   int cuda_ordinal = -1;  // -1: host memory; >= 0: that CUDA device
   // Optional cudaEvent_t (as void*) that completes when the input is ready;
-  // the runtime's stream waits for it before reading. Null: the input must
+  // the runtime's stream waits for it before reading (on its own thread,
+  // possibly some time after the submission: the event must stay valid, not
+  // destroyed, until the op's callback has run). Null: the input must
   // already be complete when it is submitted.
   void* ready_event = nullptr;
 
