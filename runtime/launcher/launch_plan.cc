@@ -190,13 +190,16 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
   std::vector<EnvAssignment> out;
   settings_source->clear();
   std::optional<std::string> settings_path = options.settings_path;
+  bool from_env = false;
   if (!settings_path) {
     auto it = env.find("RINGSCOPE_SETTINGS");
-    if (it != env.end() && !it->second.empty()) settings_path = it->second;
+    if (it != env.end() && !it->second.empty()) settings_path = it->second, from_env = true;
   }
   if (settings_path) {
     SettingsFile file;
     Status s = read_settings_file(*settings_path, &file);
+    if (!s.ok() && from_env)  // say where a path the user did not type came from
+      return Status(s.code(), "RINGSCOPE_SETTINGS names " + s.message());
     if (!s.ok()) return s;
     assign(&out, "RINGSCOPE_FUSION_THRESHOLD", std::to_string(file.fusion_threshold_bytes));
     assign(&out, "RINGSCOPE_CYCLE_TIME", format_number(file.cycle_time_ms));

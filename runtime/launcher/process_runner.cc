@@ -1,6 +1,8 @@
 // fork/exec/wait with signal forwarding for `ringscope run` (see process_runner.h).
 #include "process_runner.h"
 
+#include "launch_plan.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -37,24 +39,25 @@ void forward_signal(int signo, siginfo_t* info, void*) {
 
 // How long mpirun may take to stop after the signal before it is killed:
 // RINGSCOPE_RUN_KILL_AFTER_SECONDS, default 30.
-double kill_after_seconds() {
+// RINGSCOPE_RUN_KILL_AFTER_SECONDS, default 30 s; read before mpirun starts,
+// so a bad value is an error then, not a silent default (or, for "inf", a
+// launcher that waits forever) when the job is being stopped.
+Status kill_after_seconds(double* out) {
+  *out = 30.0;
   const char* v = std::getenv("RINGSCOPE_RUN_KILL_AFTER_SECONDS");
-  if (v == nullptr || *v == 0) return 30.0;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  return end != v && *end == 0 && s >= 0 ? s : 30.0;
+  if (v == nullptr || *v == 0) return Status::OK();
+  return parse_flag_number("RINGSCOPE_RUN_KILL_AFTER_SECONDS", v, 0, 86400, out);
 }
 
 // Waits for `pid`. Once a stop was requested, mpirun gets kill_after_seconds()
 // to end the job; one that is still running then (its daemon on a host it can
 // no longer reach waits forever, and it ignores the signal) is killed.
-pid_t wait_for_child(pid_t pid, int* status) {
+pid_t wait_for_child(pid_t pid, int* status, double limit) {
   pid_t done;
   do {
     done = waitpid(pid, status, 0);
   } while (done < 0 && errno == EINTR && !g_stop_requested);
   if (done >= 0 || errno != EINTR) return done;
-  const double limit = kill_after_seconds();
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     done = waitpid(pid, status, WNOHANG);
@@ -115,6 +118,11 @@ std::map<std::string, std::string> current_environment() {
 }
 
 int run_and_wait(const std::string& executable, const std::vector<std::string>& argv) {
+  double kill_after = 0;
+  if (Status s = kill_after_seconds(&kill_after); !s.ok()) {
+    std::cerr << "ringscope run: " << s.message() << "\n";
+    return 2;
+  }
   std::vector<char*> cargv;
   for (const std::string& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
   cargv.push_back(nullptr);
@@ -154,7 +162,7 @@ int run_and_wait(const std::string& executable, const std::vector<std::string>& 
   sigprocmask(SIG_SETMASK, &previous, nullptr);
 
   int status = 0;
-  const pid_t done = wait_for_child(pid, &status);
+  const pid_t done = wait_for_child(pid, &status, kill_after);
 
   g_child_pid = 0;
   g_stop_requested = 0;

@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace ringscope {
@@ -113,11 +115,30 @@ int64_t SettingsFile::effective_cache_capacity() const {
 
 Status parse_settings_json(const std::string& text, const std::string& source, SettingsFile* out) {
   json root;
+  // A key twice in one object would be last-one-wins in nlohmann::json: a
+  // hand edit that adds "fusion_threshold_bytes": 0 below the tuned value
+  // silently turned fusion off.
+  std::vector<std::set<std::string>> keys_seen;
+  std::string duplicate;
+  auto no_duplicates = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys_seen.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !keys_seen.empty()) {
+      keys_seen.pop_back();
+    } else if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (!keys_seen.back().insert(key).second) duplicate = key;
+    }
+    return true;
+  };
   try {
-    root = json::parse(text);
+    root = json::parse(text, no_duplicates);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     return corrupt(source, std::string("not valid JSON: ") + e.what());
   }
+  if (!duplicate.empty())
+    return corrupt(source,
+                   "\"" + duplicate + "\" appears twice in one object (which one is meant?)");
   if (!root.is_object()) return corrupt(source, "expected a JSON object at the top level");
   if (!root.contains("format") || root["format"] != kSettingsFileFormat)
     return corrupt(source, std::string("\"format\" must be \"") + kSettingsFileFormat +
@@ -145,6 +166,15 @@ Status parse_settings_json(const std::string& text, const std::string& source, S
 }
 
 Status read_settings_file(const std::string& path, SettingsFile* out) {
+  // A directory opens as an empty stream, and a FIFO without a writer would
+  // block: only a regular file is read.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    return Status(
+        StatusCode::kInvalidArgument,
+        "settings file '" + path + "': " +
+            (std::filesystem::is_directory(path, ec) ? "is a directory" : "is not a regular file") +
+            ", not a settings file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Status(StatusCode::kIoError,

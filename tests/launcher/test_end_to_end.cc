@@ -132,7 +132,21 @@ TEST_CASE("e2e: errors before mpirun starts exit 2 with a clear message", "[e2e]
   r = run_program({RINGSCOPE_RUN_BIN, "-np", "2", "/bin/true"},
                   {{"RINGSCOPE_SETTINGS", "/nonexistent/env.json"}});
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "/nonexistent/env.json"));
+  CHECK(contains(r.err, "RINGSCOPE_SETTINGS names settings file '/nonexistent/env.json'"));
+
+  r = run_program({RINGSCOPE_RUN_BIN, "-np", "2", "--settings", "/tmp", "/bin/true"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "settings file '/tmp': is a directory"));
+
+  // A bad wait before killing mpirun is found before it starts, not when a
+  // stop is under way ('inf' would have waited forever).
+  for (const char* bad : {"abc", "inf", "-1"}) {
+    r = run_program({RINGSCOPE_RUN_BIN, "-np", "1", "/bin/true"},
+                    {{"RINGSCOPE_RUN_KILL_AFTER_SECONDS", bad}});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "RINGSCOPE_RUN_KILL_AFTER_SECONDS '" + std::string(bad) +
+                              "' is invalid: expected a number in [0, 86400]"));
+  }
 }
 
 TEST_CASE("e2e: dispatcher runs ringscope-run --dry-run", "[e2e][dispatcher]") {

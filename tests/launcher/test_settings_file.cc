@@ -92,6 +92,19 @@ TEST_CASE("settings file: malformed JSON and wrong format", "[settings_file]") {
   CHECK(contains(
       error_for(R"({"format":"ringscope-settings","version":1})", StatusCode::kInvalidArgument),
       "\"settings\""));
+  // A key twice in one object is refused, not last-one-wins.
+  CHECK(contains(error_for(file_with(R"("fusion_threshold_bytes": 1048576,
+                                         "cycle_time_ms": 2.5, "cache_enabled": true,
+                                         "fusion_threshold_bytes": 0)"),
+                           StatusCode::kCorrupt),
+                 "\"fusion_threshold_bytes\" appears twice"));
+  // The same key in different objects is fine.
+  SettingsFile ok;
+  CHECK(parse(file_with(R"("fusion_threshold_bytes": 0, "cycle_time_ms": 2.5,
+                           "cache_enabled": true)",
+                        R"(, "provenance": {"cycle_time_ms": 1})"),
+              &ok)
+            .ok());
 }
 
 TEST_CASE("settings file: wrong types name the key and what is accepted", "[settings_file]") {
