@@ -139,9 +139,12 @@ Status init() {
   Status s = Options::from_env(&options);
   if (!s.ok()) return s;
   s = init(options);
-  if (auto note = horovod_timeline_note(process_env());
-      s.ok() && note && options.log_level >= 1 && rank() == 0)
-    std::fprintf(stderr, "[ringscope rank 0] %s\n", note->c_str());
+  if (s.ok() && options.log_level >= 1 && rank() == 0) {
+    if (auto note = horovod_timeline_note(process_env()))
+      std::fprintf(stderr, "[ringscope rank 0] %s\n", note->c_str());
+    for (const std::string& warning : unknown_variable_warnings(environment_names()))
+      std::fprintf(stderr, "[ringscope rank 0] warning: %s\n", warning.c_str());
+  }
   return s;
 }
 

@@ -4,10 +4,15 @@
 // ours are unset, so existing job scripts keep working.
 #include "config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "ringscope/trace_schema.h"
@@ -74,6 +79,80 @@ static Status parse_horovod_log_level(const std::string& text, int* out) {
   return Status(StatusCode::kInvalidArgument,
                 "HOROVOD_LOG_LEVEL='" + text +
                     "' is invalid: expected trace, debug, info, warning, error or fatal");
+}
+
+namespace {
+
+// Every RINGSCOPE_* variable something in ringscope reads: the runtime (this
+// file), the launcher, the Python package, the viewer, the benches and
+// tests, the build.
+constexpr const char* kKnownVariables[] = {
+    "RINGSCOPE_FUSION_THRESHOLD", "RINGSCOPE_CYCLE_TIME", "RINGSCOPE_CACHE_CAPACITY",
+    "RINGSCOPE_STALL_CHECK_SECONDS", "RINGSCOPE_STALL_SHUTDOWN_SECONDS",
+    "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_CPU_ALLREDUCE", "RINGSCOPE_SHARED_MEMORY",
+    "RINGSCOPE_DATA_THREADS", "RINGSCOPE_HIERARCHICAL_ALLREDUCE", "RINGSCOPE_LOG_LEVEL",
+    "RINGSCOPE_TRACE", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
+    "RINGSCOPE_AUTOTUNE_WINDOW_MS", "RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS",
+    "RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "RINGSCOPE_AUTOTUNE_MAX_TRIALS",
+    // launcher, Python, viewer
+    "RINGSCOPE_SETTINGS", "RINGSCOPE_RUN_KILL_AFTER_SECONDS", "RINGSCOPE_TF_OPS_LIBRARY",
+    "RINGSCOPE_PYTHON", "RINGSCOPE_VIEW_CONFIG_DIR", "RINGSCOPE_VIEW_BIN", "RINGSCOPE_TRIAL_TRACE",
+    "RINGSCOPE_TRIAL_SETTINGS", "RINGSCOPE_TRIAL_DIR", "RINGSCOPE_TRIAL_BIN",
+    "RINGSCOPE_TOPOLOGY_GETTER", "RINGSCOPE_TOPOLOGY_OP", "RINGSCOPE_CUDA_PROBLEM",
+    // benches, tests, build
+    "RINGSCOPE_BENCH_MPIRUN", "RINGSCOPE_TYPES", "RINGSCOPE_PY_OUT", "RINGSCOPE_FUZZ",
+    "RINGSCOPE_VIEWER_TEST_SHOTS", "RINGSCOPE_TWO_HOSTS_LOCK", "RINGSCOPE_TEST_HOSTS",
+    "RINGSCOPE_TRACE_TOOL", "RINGSCOPE_WITH_CUDA", "RINGSCOPE_CUDA_ARCHITECTURES",
+    "RINGSCOPE_BUILD_VIEWER", "RINGSCOPE_BUILD_TESTS", "RINGSCOPE_BUILD_BENCH"};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> unknown_variable_warnings(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (name.rfind("RINGSCOPE_", 0) != 0) continue;
+    const std::string* closest = nullptr;
+    size_t best = SIZE_MAX;
+    std::string known_name;
+    bool known = false;
+    for (const char* k : kKnownVariables) {
+      if (name == k) {
+        known = true;
+        break;
+      }
+      const size_t d = edit_distance(name, k);
+      if (d < best) best = d, known_name = k, closest = &known_name;
+    }
+    if (known) continue;
+    std::string warning = name + " is set but is not a ringscope variable (it is ignored)";
+    if (closest && best <= 6) warning += "; did you mean " + *closest + "?";
+    out.push_back(warning + " See docs/configuration.md.");
+  }
+  return out;
+}
+
+std::vector<std::string> environment_names() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) names.emplace_back(*e, static_cast<size_t>(eq - *e));
+  }
+  return names;
 }
 
 std::optional<std::string> horovod_timeline_note(const EnvLookup& env) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ringscope/ringscope.h"
 
@@ -20,6 +21,14 @@ Status options_from_env(const EnvLookup& env, Options* out);
 // trace at trace_base_for_horovod_timeline (settings_file.h) instead.
 // What rank 0 says at init when HOROVOD_TIMELINE chose the trace (ours unset).
 std::optional<std::string> horovod_timeline_note(const EnvLookup& env);
+
+// For each RINGSCOPE_* name among `names` (the environment's) that nothing in
+// ringscope reads, a warning naming it and the closest known name
+// ("RINGSCOPE_CYCLE_TIME_MS is not a ringscope variable; did you mean
+// RINGSCOPE_CYCLE_TIME?"): a misspelt variable is otherwise ignored silently.
+std::vector<std::string> unknown_variable_warnings(const std::vector<std::string>& names);
+// The names of the process's environment variables.
+std::vector<std::string> environment_names();
 
 // Strict number parsing: the whole string must be a number within range.
 Status parse_int(const std::string& var, const std::string& text, int64_t lo, int64_t hi,

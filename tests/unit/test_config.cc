@@ -1,6 +1,9 @@
 // Environment configuration: defaults, Horovod fallbacks, clear errors.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <regex>
 
 #include "config.h"
 
@@ -268,4 +271,28 @@ TEST_CASE("the environment changes the cache switch only when it sets a capacity
   o.settings.cache_enabled = false;
   REQUIRE(options_from_env(env_of({}), &o).ok());
   CHECK_FALSE(o.settings.cache_enabled);
+}
+
+TEST_CASE("a misspelt RINGSCOPE_ variable is named, with the closest known one", "[config]") {
+  const std::vector<std::string> warnings = unknown_variable_warnings(
+      {"PATH", "RINGSCOPE_CYCLE_TIME", "RINGSCOPE_CYCLE_TIME_MS", "RINGSCOPE_FUSION_TRESHOLD",
+       "HOROVOD_CYCLE_TIME", "RINGSCOPE_SETTINGS", "RINGSCOPE_XYZZY_QUUX_FROB_BAZ"});
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0].find("RINGSCOPE_CYCLE_TIME_MS is set but is not a ringscope variable") == 0);
+  CHECK(warnings[0].find("did you mean RINGSCOPE_CYCLE_TIME?") != std::string::npos);
+  CHECK(warnings[1].find("did you mean RINGSCOPE_FUSION_THRESHOLD?") != std::string::npos);
+  CHECK(warnings[2].find("did you mean") == std::string::npos);  // nothing close
+  // Every variable the user docs name is known.
+  std::vector<std::string> documented;
+  for (const char* doc : {"/docs/configuration.md", "/README.md", "/docs/launcher.md"}) {
+    std::ifstream in(std::string(RINGSCOPE_SOURCE_DIR) + doc);
+    REQUIRE(in);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::regex name("RINGSCOPE_[A-Z0-9_]*[A-Z0-9]");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), name);
+         it != std::sregex_iterator(); ++it)
+      documented.push_back(it->str());
+  }
+  CHECK(documented.size() > 20);
+  for (const std::string& warning : unknown_variable_warnings(documented)) FAIL_CHECK(warning);
 }
