@@ -7,11 +7,15 @@
 #include "runtime.h"
 
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -106,9 +110,22 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
     words.push_back(a.value);
     words.push_back(~a.value);
   }
+  // Rank 0 writes the online autotuner's settings file at shutdown: a path it
+  // cannot write is found now, on every rank, not after the whole run.
+  std::string output_problem;
+  if (topology.rank == 0) output_problem = autotune_output_problem(options);
+  words.push_back(output_problem.empty() ? ~uint64_t{0} : 0);
   Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds),
                                       WaitMode::kControl);
   if (!s.ok()) return s;
+  if (words.back() == 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "RINGSCOPE_AUTOTUNE_OUTPUT (Options::autotune.output_path) '" +
+                      options.autotune.output_path + "': " +
+                      (output_problem.empty() ? "rank 0 cannot write it (its error says why)"
+                                              : output_problem),
+                  topology.rank, 0);
+  words.pop_back();
   for (size_t i = 0; i < std::size(agreed); ++i)
     if (words[2 * i] != agreed[i].value || words[2 * i + 1] != ~agreed[i].value)
       return Status(StatusCode::kInvalidArgument,

@@ -52,6 +52,11 @@ class CallbackScope {
   static thread_local int depth_;
 };
 
+// Why rank 0 could not write the online autotuner's settings file at
+// shutdown (its folder is created, like mkdir -p), or "" when it can or none
+// is asked for; warns when a path is given with autotuning off.
+std::string autotune_output_problem(const Options& options);
+
 class Runtime {
  public:
   // Checks that every rank runs with the same cache capacity, then starts

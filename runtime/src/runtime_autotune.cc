@@ -2,8 +2,14 @@
 // after each cycle, proposes its settings through proposed_ (so they travel in
 // the next control vector and every rank switches at one cycle), turns its
 // records into kAutotuneTrial spans, and writes the settings file at shutdown.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 #include "runtime.h"
 #include "settings_file.h"
@@ -48,6 +54,31 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
     }
     rec->record(ev);
   }
+}
+
+// Why rank 0 could not write the autotuner's settings file at shutdown (its
+// folder is created, like mkdir -p), or "" when it can or none is asked for.
+std::string autotune_output_problem(const Options& options) {
+  const std::string& path = options.autotune.output_path;
+  if (path.empty()) return "";
+  if (!options.autotune.enabled) {
+    if (options.log_level >= 1)
+      std::fprintf(stderr,
+                   "[ringscope rank 0] warning: RINGSCOPE_AUTOTUNE_OUTPUT is set but autotuning "
+                   "is off (RINGSCOPE_AUTOTUNE=1 turns it on): nothing will be written to %s\n",
+                   path.c_str());
+    return "";
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path parent =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) return "cannot create its folder " + parent.string() + ": " + ec.message();
+  if (fs::is_directory(path, ec)) return "is a directory; name a file (e.g. tuned.json)";
+  if (access(parent.c_str(), W_OK) != 0)
+    return "its folder " + parent.string() + " is not writable: " + std::strerror(errno);
+  return "";
 }
 
 void Runtime::write_autotune_output() {

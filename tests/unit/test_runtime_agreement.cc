@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 
@@ -62,6 +65,38 @@ TEST_CASE("Options out of range refuse to start, naming the field", "[runtime][e
       CHECK(s.message().find(field) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("an autotune output rank 0 cannot write fails init on every rank", "[runtime][errors]") {
+  // Found at the start, not as a warning after the whole run.
+  char dir[] = "/tmp/ringscope-output-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string blocker = std::string(dir) + "/file";
+  { std::ofstream(blocker) << "x"; }  // a file where the folder would go
+  const std::vector<Status> blocked = create_two([&](int, Options& o) {
+    o.autotune.enabled = true;
+    o.autotune.output_path = blocker + "/tuned.json";
+  });
+  for (const Status& s : blocked) {
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("RINGSCOPE_AUTOTUNE_OUTPUT") != std::string::npos);
+  }
+  CHECK(blocked[0].message().find("cannot create its folder") != std::string::npos);
+  CHECK(blocked[1].message().find("rank 0 cannot write it") != std::string::npos);
+  const std::vector<Status> directory = create_two([&](int, Options& o) {
+    o.autotune.enabled = true;
+    o.autotune.output_path = dir;
+  });
+  CHECK(directory[0].message().find("is a directory") != std::string::npos);
+  CHECK_FALSE(directory[1].ok());
+  // A folder that does not exist yet is made, like a trace's.
+  for (auto& s : create_two([&](int, Options& o) {
+         o.autotune.enabled = true;
+         o.autotune.output_path = std::string(dir) + "/new/tuned.json";
+       }))
+    CHECK(s.ok());
+  CHECK(std::filesystem::is_directory(std::string(dir) + "/new"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("ranks with the response cache on and off refuse to start", "[runtime][errors]") {
