@@ -346,9 +346,11 @@ def broadcast_variables(variables, root_rank):
     """Assigns every variable the value it has on ``root_rank``; the
     broadcasts are submitted together (eagerly too)."""
     variables = list(variables)
-    names = tuple(f"broadcast_variables/{i}/"
-                  f"{getattr(var, 'path', None) or getattr(var, 'name', 'var')}"
-                  for i, var in enumerate(variables))
+    # Matched by position, as Horovod's are: a variable's path differs
+    # between a model built here and the same model loaded on root
+    # ("sequential/dense/kernel" and "dense/kernel", its optimizer slots
+    # "sequential_dense_kernel_momentum" and "dense_kernel_momentum").
+    names = tuple(f"broadcast_variables/{i}" for i in range(len(variables)))
     root = int(root_rank)
 
     def build(values):

@@ -8,8 +8,13 @@ import tensorflow as tf
 
 
 def _variable_label(var, index):
-    label = getattr(var, "path", None) or getattr(var, "name", None) or "var"
-    return f"{index}/{label}"
+    """The variable's place and its layer/variable name ("3/dense/kernel").
+    Only the last two parts of its path: a Sequential model's variables are
+    "sequential/dense/kernel" where it was built and "dense/kernel" where it
+    was loaded from a file (Horovod's resume pattern loads on rank 0 only),
+    and a name that differs across ranks is never matched."""
+    path = getattr(var, "path", None) or getattr(var, "name", None) or "var"
+    return f"{index}/" + "/".join(path.split("/")[-2:])
 
 
 class GradientReduction:
