@@ -206,6 +206,14 @@ def optimizer_refuses_what_it_cannot_do():
         pass
     else:
         raise AssertionError("accepted an unknown argument")
+    # Not a Keras 3 optimizer (a tf.compat.v1 one, as tf_keras' would be):
+    # refused, instead of every rank training alone.
+    try:
+        khvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
+    except TypeError as e:
+        assert "Keras 3 optimizer" in str(e), e
+    else:
+        raise AssertionError("accepted a tf.compat.v1 optimizer")
 
 
 @test

@@ -115,6 +115,23 @@ def broadcast_from_every_root():
 
 
 @test
+def broadcast_and_allgather_move_bools_and_small_integers():
+    # Horovod's broadcast and allgather take these types (a stop flag is a
+    # bool); the ops carry them as bytes.
+    flag = hvd.broadcast(tf.constant(R == 0), 0, name="bcast/bool")
+    assert flag.dtype == tf.bool and bool(flag.numpy()) is True
+    for dtype in (tf.int8, tf.int16, tf.uint16):
+        value = tf.constant([[R + 3, R + 100]], dtype)
+        root = hvd.broadcast(value, N - 1, name=f"bcast/{dtype.name}")
+        assert root.dtype == dtype and root.numpy().tolist() == [[N + 2, N + 99]], root
+        every = hvd.allgather(value, name=f"gather/{dtype.name}")
+        assert every.dtype == dtype
+        assert every.numpy().tolist() == [[r + 3, r + 100] for r in range(N)], every
+    assert hvd.is_homogeneous()  # every rank on this one host
+    assert hvd.allreduce(tf.ones([2]), name="ignore.scope", ignore_name_scope=True).shape == [2]
+
+
+@test
 def inside_tf_function_with_shapes():
     @tf.function
     def step(x):

@@ -39,7 +39,7 @@ __all__ = [
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
     "join", "SyncBatchNormalization", "PartialDistributedGradientTape",
-    "broadcast_global_variables",
+    "broadcast_global_variables", "is_homogeneous",
 ]
 
 # Reduce ops (same values as the C++ ReduceOp).
@@ -51,10 +51,15 @@ _together_fns = {}  # eager grouped calls: one tf.function per key (names and ar
 _TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
 
 
-def init():
+def init(comm=None, process_sets=None):
     """Starts the runtime over MPI_COMM_WORLD with settings from the environment.
     A script that never calls shutdown() is shut down at interpreter exit,
-    before MPI is finalised (as Horovod does)."""
+    before MPI is finalised (as Horovod does). Horovod's ``comm`` and
+    ``process_sets`` are accepted when they ask for the whole world."""
+    if comm is not None or process_sets not in (None, [], ()):
+        raise ValueError("ringscope: init(comm=..., process_sets=...) is not supported: "
+                         "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
+                         "you want with mpirun)")
     _call(_c.ringscope_c_init)
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
@@ -207,7 +212,7 @@ def _reduce_op(op, average):
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="",
               compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
-              name=None):
+              name=None, ignore_name_scope=False):
     """Reduces ``tensor`` over all ranks (default: Average). IndexedSlices are
     allgathered (values and indices), as Horovod does."""
     op = _reduce_op(op, average)
@@ -234,7 +239,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
 
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, name=None):
+                      postscale_factor=1.0, name=None, ignore_name_scope=False):
     """Allreduces a list of tensors; they are submitted together, so the
     runtime fuses them (eagerly too: see _submit_together). Horovod's
     arguments; device_dense and device_sparse are accepted (CPU ops)."""
@@ -251,10 +256,22 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     return _submit_together(_together_fns, key, build, list(tensors))
 
 
-def allgather(tensor, name=None):
+def _as_bytes(tensor):
+    """A tensor of a type the ops do not carry (bool, int8, int16, uint16),
+    as uint8 bytes that can be moved (a trailing dimension of 2 for 16-bit
+    types), and the function that turns moved bytes back."""
+    dtype = tensor.dtype
+    if dtype == tf.bool:
+        return tf.cast(tensor, tf.uint8), lambda t: tf.cast(t, tf.bool)
+    if dtype in (tf.int8, tf.int16, tf.uint16):
+        return tf.bitcast(tensor, tf.uint8), lambda t: tf.bitcast(t, dtype)
+    return tensor, lambda t: t
+
+
+def allgather(tensor, name=None, ignore_name_scope=False):
     """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
-    return _ops.ringscope_allgather(tf.convert_to_tensor(tensor),
-                                    tensor_name=_auto_name("allgather", name))
+    moved, back = _as_bytes(tf.convert_to_tensor(tensor))
+    return back(_ops.ringscope_allgather(moved, tensor_name=_auto_name("allgather", name)))
 
 
 def grouped_allgather(tensors, name=None):
@@ -317,10 +334,19 @@ def alltoall(tensor, splits=None, name=None):
     return output, received_splits
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
     """Returns ``tensor`` of rank ``root_rank`` on every rank."""
-    return _ops.ringscope_broadcast(tf.convert_to_tensor(tensor), root_rank=int(root_rank),
-                                    tensor_name=_auto_name("broadcast", name))
+    moved, back = _as_bytes(tf.convert_to_tensor(tensor))
+    return back(_ops.ringscope_broadcast(moved, root_rank=int(root_rank),
+                                         tensor_name=_auto_name("broadcast", name)))
+
+
+def is_homogeneous():
+    """Whether every host runs the same number of ranks (a collective)."""
+    local = tf.constant(local_size(), tf.int32)
+    least = allreduce(local, op=Min, name="is_homogeneous/min")
+    most = allreduce(local, op=Max, name="is_homogeneous/max")
+    return int(least.numpy()) == int(most.numpy())
 
 
 def join():

@@ -132,7 +132,9 @@ class DistributedGradientTape(tf.GradientTape):
         so that it is on the scale of the averaged ones."""
         self._ringscope_local.add(id(source))  # Keras 3 variables have no ref()
 
-    def gradient(self, target, sources, output_gradients=None, **kwargs):
+    def gradient(self, target, sources, output_gradients=None, use_generic_names=False,
+                 **kwargs):
+        del use_generic_names  # Horovod's; names here come from the variables
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         out = self._ringscope_reduction.reduce_with_local(
             tf.nest.flatten(grads), tf.nest.flatten(sources), "DistributedGradientTape",

@@ -28,6 +28,7 @@ from ringscope.tensorflow import (  # noqa: F401
     cross_size,
     cuda_built,
     ddl_built,
+    is_homogeneous,
     gloo_built,
     gloo_enabled,
     init,

@@ -32,6 +32,15 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     (then compile() does not wrap it again, and the overflow check sees the
     reduced gradients, the same on every rank)."""
     del device_dense, device_sparse, use_locking, average_aggregated_gradients
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        # A tf_keras (Keras 2, TF_USE_LEGACY_KERAS=1) or tf.compat.v1
+        # optimizer applies gradients through methods this wrapper does not
+        # override: each rank would train alone, with no error.
+        raise TypeError(
+            f"ringscope: DistributedOptimizer wraps a Keras 3 optimizer (keras.optimizers.X); "
+            f"got {type(optimizer).__module__}.{type(optimizer).__name__}. Keras 2 (tf_keras, "
+            "TF_USE_LEGACY_KERAS=1) and tf.compat.v1 optimizers are not supported: use "
+            "keras.optimizers.X, or DistributedGradientTape in a custom loop")
     if backward_passes_per_step != 1:
         raise ValueError(
             f"ringscope: backward_passes_per_step={backward_passes_per_step!r} is not "
