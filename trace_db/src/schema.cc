@@ -2,6 +2,8 @@
 // place that knows table and column names; docs/trace-schema.md mirrors it.
 #include "schema.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -166,10 +168,19 @@ Status finalize(sqlite3* db, EventLayout layout) {
 }
 
 Status check_file_header(const std::string& path) {
+  // Only a regular file: a FIFO without a writer would block the open.
+  struct stat st {};
+  const bool have_stat = stat(path.c_str(), &st) == 0;
+  if (have_stat && !S_ISREG(st.st_mode))
+    return Status(StatusCode::kInvalidArgument,
+                  path +
+                      (S_ISDIR(st.st_mode) ? ": is a directory"
+                                           : ": is not a regular file (a FIFO or a device)") +
+                      ", not a ringscope trace");
   FILE* file = std::fopen(path.c_str(), "rb");
   if (!file)
     return Status(StatusCode::kIoError, path + ": cannot open (" + std::strerror(errno) + ")");
-  unsigned char head[16] = {};
+  unsigned char head[100] = {};
   const size_t n = std::fread(head, 1, sizeof(head), file);
   std::fclose(file);
   if (n == 0) return Status(StatusCode::kCorrupt, path + ": file is empty, not a ringscope trace");
@@ -181,6 +192,23 @@ Status check_file_header(const std::string& path) {
     std::snprintf(hex, sizeof(hex), "%02x %02x %02x %02x", head[0], head[1], head[2], head[3]);
     return Status(StatusCode::kCorrupt, path + ": not a SQLite database (first bytes " + hex +
                                             "), not a ringscope trace");
+  }
+  // The header's page size and page count (valid when its "version valid
+  // for" equals the change counter) give the size the file must have at
+  // least: shorter, it was cut off, and SQLite would only say "malformed".
+  auto be32 = [&](int at) {
+    return (uint32_t{head[at]} << 24) | (uint32_t{head[at + 1]} << 16) |
+           (uint32_t{head[at + 2]} << 8) | uint32_t{head[at + 3]};
+  };
+  if (have_stat && n == sizeof(head) && be32(24) == be32(92)) {
+    const uint32_t raw_page = (uint32_t{head[16]} << 8) | head[17];
+    const uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
+    const uint64_t expected = page_size * be32(28);
+    if (expected > 0 && static_cast<uint64_t>(st.st_size) < expected)
+      return Status(StatusCode::kCorrupt,
+                    path + ": the file is truncated: " + std::to_string(st.st_size) + " of its " +
+                        std::to_string(expected) +
+                        " bytes (a copy cut short, or a disk that filled up)");
   }
   return Status::OK();
 }
