@@ -82,12 +82,12 @@ Status BookmarkStore::load() {
     return s;
   if (!doc.contains("trace") || !doc["trace"].is_string() ||
       doc["trace"].get<std::string>() != trace_key_)
-    return Status(StatusCode::kCorrupt, path_ + ": bookmarks of another trace; ignored");
+    return set_aside_corrupt(path_, "bookmarks of another trace", &load_error_);
   std::vector<Bookmark> entries;
   for (const json& item : doc["bookmarks"]) {
     Bookmark b;
     if (!read_bookmark(item, &b))
-      return Status(StatusCode::kCorrupt, path_ + ": a bookmark is malformed; ignored");
+      return set_aside_corrupt(path_, "a bookmark is malformed", &load_error_);
     entries.push_back(std::move(b));
   }
   entries_ = std::move(entries);

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,10 @@ Status read_config_json(const std::string& path, const char* list_key, const cha
     return Status(StatusCode::kIoError, *load_error);
   }
   if (!exists) return Status::OK();
+  if (!std::filesystem::is_regular_file(path, ec)) {  // a directory, a FIFO: never moved
+    *load_error = path + ": is not a regular file";
+    return Status(StatusCode::kIoError, *load_error);
+  }
   std::string text;
   if (Status s = read_whole_file(path, &text); !s.ok()) {
     *load_error = s.message();
@@ -68,9 +73,27 @@ Status read_config_json(const std::string& path, const char* list_key, const cha
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains(list_key) ||
       !parsed[list_key].is_array())
-    return Status(StatusCode::kCorrupt, path + ": not a " + what + "; ignored");
+    return set_aside_corrupt(path, std::string("not a ") + what, load_error);
   *doc = std::move(parsed);
   return Status::OK();
+}
+
+Status set_aside_corrupt(const std::string& path, const std::string& why, std::string* load_error) {
+  const std::string stem = path + ".corrupt-" +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+  std::error_code ec;
+  std::string aside = stem;  // never over an earlier one set aside
+  for (int k = 1; std::filesystem::exists(aside, ec) && k < 1000; ++k)
+    aside = stem + "-" + std::to_string(k);
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    *load_error = path + ": " + why + ", and it could not be set aside (" + ec.message() + ")";
+    return Status(StatusCode::kCorrupt, *load_error + "; it is not saved over");
+  }
+  return Status(StatusCode::kCorrupt,
+                path + ": " + why + "; kept as " + aside + " (a new one is started)");
 }
 
 Status write_config_json(const std::string& path, const std::string& load_error, const char* what,

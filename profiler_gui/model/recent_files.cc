@@ -50,11 +50,11 @@ Status RecentFiles::load() {
   std::vector<RecentEntry> entries;
   for (const nlohmann::json& item : doc["recent"]) {
     if (!item.is_object() || !item.contains("inputs") || !item["inputs"].is_array())
-      return Status(StatusCode::kCorrupt, path_ + ": an entry has no \"inputs\" list; ignored");
+      return set_aside_corrupt(path_, "an entry has no \"inputs\" list", &load_error_);
     RecentEntry entry;
     for (const nlohmann::json& input : item["inputs"]) {
       if (!input.is_string() || input.get<std::string>().empty())
-        return Status(StatusCode::kCorrupt, path_ + ": an input is not a path; ignored");
+        return set_aside_corrupt(path_, "an input is not a path", &load_error_);
       entry.inputs.push_back(input.get<std::string>());
     }
     if (entry.inputs.empty()) continue;

@@ -94,7 +94,7 @@ Status TrialCommandHistory::load() {
   for (const nlohmann::json& item : doc["commands"]) {
     if (!item.is_object() || !item.contains("command") || !item["command"].is_string() ||
         (item.contains("directory") && !item["directory"].is_string()))
-      return Status(StatusCode::kCorrupt, path_ + ": an entry has no \"command\" text; ignored");
+      return set_aside_corrupt(path_, "an entry has no \"command\" text", &load_error_);
     SavedTrialCommand c{item["command"].get<std::string>(), item.value("directory", std::string())};
     if (!c.command.empty() && std::find(entries.begin(), entries.end(), c) == entries.end())
       entries.push_back(std::move(c));

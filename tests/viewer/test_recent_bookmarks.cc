@@ -89,6 +89,13 @@ TEST_CASE("recent files: missing traces are listed, corrupt lists ignored", "[re
     CHECK(s.code() == StatusCode::kCorrupt);
     CHECK(s.message().find("recent.json") != std::string::npos);
     CHECK(recent.entries().empty());
+    // Nothing lost: the file is kept beside, under the name the message gives.
+    const size_t kept = s.message().find("kept as ");
+    REQUIRE(kept != std::string::npos);
+    const std::string aside = s.message().substr(kept + 8, s.message().find(" (a new") - kept - 8);
+    std::ifstream in(aside);
+    const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(held == text);
     // Saving over the corrupt file repairs it.
     recent.add({dir.file("merged.sqlite")});
     REQUIRE(recent.save().ok());
