@@ -2,6 +2,8 @@
 #include "viewer_options.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -9,6 +11,19 @@
 #include "time_format.h"
 
 namespace ringscope::view {
+namespace {
+
+// The whole of `text` as a finite number (atof took "3x" as 3 and "abc" as 0).
+bool whole_number(const char* text, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != 0 || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
 
 const char* viewer_usage() {
   return "usage: ringscope-view [options] [TRACE...]\n"
@@ -117,19 +132,24 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
       out->search = v;
     } else if (arg == "--frames") {
       if (!(v = value(i, arg))) return false;
-      out->frames = std::atoi(v);
-      if (out->frames < 1 || out->frames > 100000) {
-        *error = "--frames wants 1..100000";
+      double frames = 0;
+      if (!whole_number(v, &frames) || frames < 1 || frames > 100000 ||
+          frames != std::floor(frames)) {
+        *error = std::string("--frames '") + v + "': wants a whole number in 1..100000";
         return false;
       }
+      out->frames = static_cast<int>(frames);
     } else if (arg == "--pan") {
       if (!(v = value(i, arg))) return false;
-      out->pan = std::atof(v);
+      if (!whole_number(v, &out->pan) || !(std::fabs(out->pan) <= 1e6)) {
+        *error = std::string("--pan '") + v + "': wants a number of view widths in [-1e6, 1e6]";
+        return false;
+      }
     } else if (arg == "--exit-after") {
       if (!(v = value(i, arg))) return false;
-      out->exit_after = std::atof(v);
-      if (!(out->exit_after > 0 && out->exit_after <= 86400)) {
-        *error = "--exit-after wants seconds in (0, 86400]";
+      if (!whole_number(v, &out->exit_after) ||
+          !(out->exit_after > 0 && out->exit_after <= 86400)) {
+        *error = std::string("--exit-after '") + v + "': wants seconds in (0, 86400]";
         return false;
       }
     } else if (arg == "--input") {

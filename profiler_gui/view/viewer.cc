@@ -278,7 +278,10 @@ void Viewer::draw_frame() {
     draw_toolbar();
     draw_legend(model_, state_);
     const float avail = ImGui::GetContentRegionAvail().y;
-    state_.bottom_panel_height = std::clamp(state_.bottom_panel_height, 80.0f, avail - 120);
+    // std::clamp needs lo <= hi: a short window (or a legend wrapped over
+    // several lines) leaves less than 200 px.
+    state_.bottom_panel_height =
+        std::clamp(state_.bottom_panel_height, 80.0f, std::max(80.0f, avail - 120));
     const float timeline_h = avail - state_.bottom_panel_height - kSplitterHeight;
     ImGui::BeginChild("timeline", ImVec2(0, timeline_h), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);

@@ -67,4 +67,24 @@ TEST_CASE("command line: screenshot flags", "[options]") {
   const char* never[] = {"ringscope-view", "--exit-after", "0", "t.sqlite"};
   CHECK_FALSE(parse_viewer_options(4, never, &w, &error));
   CHECK(error.find("--exit-after") != std::string::npos);
+  // Numbers are whole numbers: atof took "3x" for 3 and "abc" for 0.
+  for (const auto& [flag, value] :
+       std::vector<std::pair<const char*, const char*>>{{"--frames", "3x"},
+                                                        {"--frames", "2.5"},
+                                                        {"--pan", "abc"},
+                                                        {"--pan", "nan"},
+                                                        {"--pan", "inf"},
+                                                        {"--pan", "1e30"},
+                                                        {"--exit-after", "5x"}}) {
+    const char* args[] = {"ringscope-view", flag, value, "t.sqlite"};
+    ViewerOptions v;
+    INFO(flag << " " << value);
+    CHECK_FALSE(parse_viewer_options(4, args, &v, &error));
+    CHECK(error.find(std::string(flag) + " '" + value + "'") != std::string::npos);
+  }
+  const char* good[] = {"ringscope-view", "--pan", "-0.25", "--frames", "7", "t.sqlite"};
+  ViewerOptions g;
+  REQUIRE(parse_viewer_options(6, good, &g, &error));
+  CHECK(g.pan == -0.25);
+  CHECK(g.frames == 7);
 }
