@@ -1,6 +1,7 @@
 // Local checks of a submitted op (see submission_checks.h).
 #include "submission_checks.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "messages.h"
@@ -12,11 +13,14 @@ Status check_submission(const TensorEntry& entry, int rank, int size) {
   const Request& r = entry.req;
   if (r.name.empty()) return Status(StatusCode::kInvalidArgument, "tensor name is empty", rank);
   int64_t elements = 1, bytes = 0;
-  for (int64_t d : r.shape) {
+  for (int64_t d : r.shape)
     if (d < 0)
       return Status(StatusCode::kInvalidArgument,
                     "tensor '" + r.name + "' has a negative dimension " + shape_string(r.shape),
                     rank);
+  const bool empty = std::find(r.shape.begin(), r.shape.end(), 0) != r.shape.end();
+  for (int64_t d : r.shape) {
+    if (empty) break;  // zero elements, however large the other dimensions
     if (__builtin_mul_overflow(elements, d, &elements))
       return Status(
           StatusCode::kInvalidArgument,

@@ -188,6 +188,9 @@ TEST_CASE("rows lost from a closed trace are an error, not a quietly shorter tra
   std::string out;
   CHECK(test::run_cli("stats " + path, &out) != 0);
   CHECK(out.find("damaged") != std::string::npos);
+  // check, where that message sends the user, reports it among the rest.
+  CHECK(test::run_cli("check " + path, &out) == 1);
+  CHECK(out.find("row-count") != std::string::npos);
 }
 
 TEST_CASE("a duration near INT64_MAX saturates instead of overflowing", "[trace][corrupt]") {

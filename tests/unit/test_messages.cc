@@ -146,6 +146,10 @@ TEST_CASE("submissions with impossible sizes or non-finite scale factors are ref
   Status s = check_submission(e, 0, 2);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK(s.message().find("more elements than 64 bits") != std::string::npos);
+  e.req.shape = {int64_t{1} << 40, int64_t{1} << 40, 0};  // no elements: fine
+  e.input = e.output = nullptr;
+  CHECK(check_submission(e, 0, 2).ok());
+  e.input = e.output = data;
   e.req.shape = {int64_t{1} << 62};  // elements fit, bytes do not
   s = check_submission(e, 0, 2);
   CHECK(s.message().find("more bytes than 64 bits") != std::string::npos);

@@ -123,7 +123,12 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
     if (!info.finalized)
       report->notes.push_back("rank " + std::to_string(info.rank) +
                               ": file was not closed (process killed?); " + info.file);
-    if (Status s = scan_rank(reader, info.rank, &scans[info.rank], &reporter); !s.ok()) return s;
+    if (Status s = scan_rank(reader, info.rank, &scans[info.rank], &reporter); !s.ok()) {
+      // Rows lost to damage (the reader compares what it read with the
+      // counts stored at close): reported, and the rest of the check goes on.
+      if (s.code() != StatusCode::kCorrupt) return s;
+      reporter.violation("row-count", s.message());
+    }
     const int64_t dropped = std::max(info.dropped_events, scans[info.rank].dropped_marked);
     report->dropped_events += dropped;
     if (dropped > 0 && !options.allow_dropped)

@@ -27,24 +27,37 @@ Status commit_temporary(const std::string& tmp, const std::string& path, const s
   return Status::OK();
 }
 
-Status write_file_atomically(const std::string& path, const std::string& text,
+Status write_file_atomically(const std::string& path_given, const std::string& text,
                              const std::string& what) {
-  const std::string tmp = temporary_path_for(path);
+  std::error_code ec;
+  // A link is followed (its target is replaced, the link kept); a special
+  // file (/dev/stdout, a pipe) is written as it is, with no temporary.
+  std::string path = path_given;
+  if (fs::is_symlink(path_given, ec)) {
+    const fs::path target = fs::weakly_canonical(path_given, ec);
+    if (!ec) path = target.string();
+  }
+  const fs::file_status existing = fs::status(path, ec);
+  const bool special = fs::exists(existing) && !fs::is_regular_file(existing);
+  const std::string tmp = special ? path : temporary_path_for(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
       return Status(StatusCode::kIoError,
                     what + ": cannot create " + tmp + ": " + std::strerror(errno));
     out << text;
-    out.flush();
+    out.close();  // errors that show only at close (NFS, quotas) count too
     if (!out) {
       const int err = errno;
       std::error_code ignored;
-      fs::remove(tmp, ignored);
+      if (!special) fs::remove(tmp, ignored);
       return Status(StatusCode::kIoError,
                     what + ": write failed (" + std::strerror(err) + "); the file is unchanged");
     }
   }
+  if (special) return Status::OK();
+  if (fs::exists(existing))  // keep the file's permissions
+    fs::permissions(tmp, existing.permissions(), fs::perm_options::replace, ec);
   return commit_temporary(tmp, path, what);
 }
 

@@ -200,7 +200,11 @@ Status check_file_header(const std::string& path) {
     return (uint32_t{head[at]} << 24) | (uint32_t{head[at + 1]} << 16) |
            (uint32_t{head[at + 2]} << 8) | uint32_t{head[at + 3]};
   };
-  if (have_stat && n == sizeof(head) && be32(24) == be32(92)) {
+  // Not in WAL mode (bytes 18 and 19 are 2): a checkpoint writes page 1, with
+  // the new count, before the pages that grow the file, and a reader takes
+  // the rest from the -wal file, so a live or killed trace may be shorter.
+  const bool wal = head[18] == 2 || head[19] == 2;
+  if (have_stat && !wal && n == sizeof(head) && be32(24) == be32(92)) {
     const uint32_t raw_page = (uint32_t{head[16]} << 8) | head[17];
     const uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
     const uint64_t expected = page_size * be32(28);

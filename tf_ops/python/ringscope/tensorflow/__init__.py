@@ -46,6 +46,7 @@ __all__ = [
 Sum, Average, Min, Max = 0, 1, 2, 3
 
 _shutdown_at_exit = []  # atexit registered (once)
+_homogeneous = []  # [every host runs as many ranks], found at init
 _together_lock = threading.Lock()
 _together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
 _TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
@@ -61,6 +62,10 @@ def init(comm=None, process_sets=None):
                          "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
                          "you want with mpirun)")
     _call(_c.ringscope_c_init)
+    if not _homogeneous:  # every rank runs init: Horovod's is_homogeneous() is local
+        local = tf.constant([local_size(), -local_size()], tf.int32)
+        most = allreduce(local, op=Max, name="init/is_homogeneous").numpy()
+        _homogeneous.append(int(most[0]) == -int(most[1]))
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
@@ -270,11 +275,14 @@ def _as_bytes(tensor):
 
 def allgather(tensor, name=None, ignore_name_scope=False):
     """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
-    moved, back = _as_bytes(tf.convert_to_tensor(tensor))
+    tensor = tf.convert_to_tensor(tensor)
+    # A scalar is refused by the op with its own message; its bytes (shape
+    # [2] for 16 bits) would be gathered and then fail to convert back.
+    moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
     return back(_ops.ringscope_allgather(moved, tensor_name=_auto_name("allgather", name)))
 
 
-def grouped_allgather(tensors, name=None):
+def grouped_allgather(tensors, name=None, ignore_name_scope=False):
     """Allgathers each tensor of a list (each one's dim 0 may differ per
     rank); they are submitted together (eagerly too)."""
     base = _auto_name("grouped_allgather", name)
@@ -286,7 +294,7 @@ def grouped_allgather(tensors, name=None):
 
 
 def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                  compression=Compression.none):
+                  compression=Compression.none, ignore_name_scope=False):
     """Reduces ``tensor`` over all ranks (default: Average) and returns this
     rank's rows of the result along dim 0: the first dim0 % size() ranks get
     one row more than the others, as in Horovod. ``op``: Sum, Average, Min
@@ -302,7 +310,8 @@ def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_fac
 
 
 def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
-                          postscale_factor=1.0, compression=Compression.none):
+                          postscale_factor=1.0, compression=Compression.none,
+                          ignore_name_scope=False):
     """reducescatter of each tensor of a list; they are submitted together
     (eagerly too)."""
     base = _auto_name("grouped_reducescatter", name)
@@ -317,7 +326,7 @@ def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
     return _submit_together(_together_fns, key, build, list(tensors))
 
 
-def alltoall(tensor, splits=None, name=None):
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
     """Sends consecutive rows of ``tensor`` (along dim 0) to every rank:
     ``splits[d]`` rows to rank d, in rank order (default: an equal split,
     dim 0 must then divide by size()). Returns ``(output, received_splits)``
@@ -342,11 +351,9 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
 
 
 def is_homogeneous():
-    """Whether every host runs the same number of ranks (a collective)."""
-    local = tf.constant(local_size(), tf.int32)
-    least = allreduce(local, op=Min, name="is_homogeneous/min")
-    most = allreduce(local, op=Max, name="is_homogeneous/max")
-    return int(least.numpy()) == int(most.numpy())
+    """Whether every host runs the same number of ranks (agreed at init)."""
+    _topology(_c.ringscope_c_size)  # raises before init
+    return bool(_homogeneous and _homogeneous[0])
 
 
 def join():
