@@ -30,6 +30,18 @@ def make_model():
     return model
 
 
+def fit_with_broadcast_and_compare_weights(model, tag):
+    """One epoch of fit with BroadcastGlobalVariablesCallback(0); then every
+    rank's weights must be the same."""
+    xr, yr = rank_batches(R)
+    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
+              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
+    for i, w in enumerate(model.get_weights()):
+        every = hvd.allgather(tf.constant(w[None]), name=f"probe.{tag}.{i}").numpy()
+        for r in range(1, N):
+            assert_close(every[r], every[0], tf.float32, f"weight {i} on rank {r}")
+
+
 def rank_batches(r):
     """Rank r's samples: its B-sized slice of every combined batch of N*B."""
     idx = np.concatenate([np.arange(s * N * B + r * B, s * N * B + (r + 1) * B)
@@ -91,13 +103,7 @@ def broadcast_callback_when_only_rank_0_built_the_model():
     if R == 0:
         model(tf.zeros([1, 5]))
     model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
-    xr, yr = rank_batches(R)
-    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
-              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
-    for i, w in enumerate(model.get_weights()):
-        every = hvd.allgather(tf.constant(w[None]), name=f"probe.built.{i}").numpy()
-        for r in range(1, N):
-            assert_close(every[r], every[0], tf.float32, f"weight {i} on rank {r}")
+    fit_with_broadcast_and_compare_weights(model, "built")
 
 
 def shared_temp_dir(name):
@@ -130,13 +136,7 @@ def resume_from_a_model_loaded_on_rank_0_only():
         build().save(path)
     hvd.barrier()
     model = hvd.keras.load_model(path) if R == 0 else build()
-    xr, yr = rank_batches(R)
-    model.fit(xr, yr, batch_size=B, epochs=1, shuffle=False, verbose=0,
-              callbacks=[hvd.BroadcastGlobalVariablesCallback(0)])
-    for i, w in enumerate(model.get_weights()):
-        every = hvd.allgather(tf.constant(w[None]), name=f"probe.resume.{i}").numpy()
-        for r in range(1, N):
-            assert_close(every[r], every[0], tf.float32, f"weight {i} on rank {r}")
+    fit_with_broadcast_and_compare_weights(model, "resume")
 
 
 @test
