@@ -255,3 +255,23 @@ TEST_CASE("randomly damaged traces never crash the reader", "[trace][corrupt]") 
   CHECK(accepted > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("check names events of an unknown kind or in another kind's lane", "[trace][corrupt]") {
+  test::TempDir dir;
+  const std::string path = valid_trace(dir, "kinds.sqlite");
+  // Enqueue events (kind 2, lane 1): one becomes kind 999, one moves to lane 5.
+  sql_exec(path,
+           "UPDATE events SET kind = 999 WHERE kind = 2 AND start_ns = "
+           "(SELECT min(start_ns) FROM events WHERE kind = 2);"
+           "UPDATE events SET lane = 5 WHERE kind = 2 AND start_ns = "
+           "(SELECT max(start_ns) FROM events WHERE kind = 2)");
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CheckReport report;
+  REQUIRE(check_trace(reader, {}, &report).ok());
+  std::string all;
+  for (const std::string& v : report.violations) all += v + "\n";
+  INFO(all);
+  CHECK(all.find("event-kind: rank 0: unknown event kind 999") != std::string::npos);
+  CHECK(all.find("event-lane: rank 0: ENQUEUE at") != std::string::npos);
+}

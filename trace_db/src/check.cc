@@ -58,6 +58,18 @@ Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* 
   return reader.scan_events(rank, [&](const StoredEvent& stored) {
     const TraceEvent& e = stored.event;
     const CollectiveKey key{e.cycle, e.seq_index};
+    // The writer stores each kind in its own lane: anything else was written
+    // by something else, or damaged.
+    if (!event_kind_info(e.kind))
+      reporter->violation("event-kind", "rank " + std::to_string(rank) + ": unknown event kind " +
+                                            std::to_string(e.kind) + " at " +
+                                            std::to_string(e.start_ns) + " ns");
+    else if (stored.lane != lane_of_kind(e.kind))
+      reporter->violation("event-lane", "rank " + std::to_string(rank) + ": " +
+                                            event_kind_name(e.kind) + " at " +
+                                            std::to_string(e.start_ns) + " ns is in lane " +
+                                            lane_name(stored.lane) + ", its kind's lane is " +
+                                            lane_name(lane_of_kind(e.kind)));
     if (e.end_ns < e.start_ns)
       reporter->violation("span-order", "rank " + std::to_string(rank) + ": " +
                                             event_kind_name(e.kind) + " at " +
