@@ -248,6 +248,11 @@ RINGSCOPE_TOPOLOGY_GETTER(cross_rank)
 RINGSCOPE_TOPOLOGY_GETTER(cross_size)
 #undef RINGSCOPE_TOPOLOGY_GETTER
 
+bool is_homogeneous() {
+  CurrentRuntime rt;
+  return rt && rt->topology().homogeneous;
+}
+
 namespace {
 TensorEntry make_entry(Request req, const Device& device) {
   TensorEntry e;

@@ -115,9 +115,18 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   std::string output_problem;
   if (topology.rank == 0) output_problem = autotune_output_problem(options);
   words.push_back(output_problem.empty() ? ~uint64_t{0} : 0);
+  // Homogeneous (every node the same local size) rides in the same round:
+  // both survive the AND only where every rank has the same local_size.
+  const uint64_t local_size = static_cast<uint64_t>(topology.local_size);
+  words.push_back(local_size);
+  words.push_back(~local_size);
   Status s = transport->allreduce_and(&words, Deadline::after(options.op_timeout_seconds),
                                       WaitMode::kControl);
   if (!s.ok()) return s;
+  Topology agreed_topology = topology;
+  agreed_topology.homogeneous =
+      words.back() == ~local_size && words[words.size() - 2] == local_size;
+  words.resize(words.size() - 2);
   if (words.back() == 0)
     return Status(StatusCode::kInvalidArgument,
                   "RINGSCOPE_AUTOTUNE_OUTPUT (Options::autotune.output_path) '" +
@@ -147,7 +156,7 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
       return s;
   }
   std::unique_ptr<Runtime> rt(
-      new Runtime(std::move(transport), topology, options, std::move(shared_control)));
+      new Runtime(std::move(transport), agreed_topology, options, std::move(shared_control)));
   if (Status started = rt->start_loop(); !started.ok()) return started;
   *out = std::move(rt);
   return Status::OK();

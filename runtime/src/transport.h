@@ -23,6 +23,9 @@ struct Topology {
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
+  // Every node runs the same number of ranks (agreed by all ranks in
+  // Runtime::create; Horovod's is_homogeneous).
+  bool homogeneous = true;
   // The cores this node's ranks may run on, together (the union of their
   // CPU affinity masks); 0 where unknown (ranks as threads).
   int local_cores = 0;

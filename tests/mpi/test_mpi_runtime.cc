@@ -472,6 +472,12 @@ TEST_CASE("public API: init over a communicator of the caller's, with its topolo
   CHECK(ringscope::local_size() == world.local_size);
   CHECK(ringscope::cross_rank() == world.cross_rank);
   CHECK(ringscope::cross_size() == world.cross_size);
+  // Homogeneous: every rank's node holds as many ranks (found by MPI here).
+  int fewest = 0, most = 0;
+  MPI_Allreduce(&world.local_size, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&world.local_size, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(ringscope::is_homogeneous() == (fewest == most));
   ringscope::shutdown();
+  CHECK_FALSE(ringscope::is_homogeneous());  // not initialised
   MPI_Comm_free(&half);
 }

@@ -18,13 +18,15 @@ using namespace ringscope::testing;
 namespace {
 // Starts two runtimes, rank r's options changed by differ(r, options) and
 // its transport made by make(fabric, r); runs body(r, runtime) on each that
-// started. Returns each rank's status: create's, else the body's.
+// started; place(r, topology) may change where rank r sits. Returns each
+// rank's status: create's, else the body's.
 using MakeTransport = std::function<std::unique_ptr<Transport>(std::shared_ptr<LocalFabric>, int)>;
 std::vector<Status> create_two(
     const std::function<void(int rank, Options&)>& differ,
     MakeTransport make = [](std::shared_ptr<LocalFabric> f,
                             int r) { return std::make_unique<LocalTransport>(std::move(f), r); },
-    const std::function<Status(int, Runtime&)>& body = nullptr) {
+    const std::function<Status(int, Runtime&)>& body = nullptr,
+    const std::function<void(int rank, Topology&)>& place = nullptr) {
   auto fabric = std::make_shared<LocalFabric>(2);
   std::vector<Status> results(2);
   std::vector<std::thread> ts;
@@ -35,6 +37,7 @@ std::vector<Status> create_two(
       Topology topo;
       topo.rank = r;
       topo.size = 2;
+      if (place) place(r, topo);
       std::unique_ptr<Runtime> rt;
       results[r] = Runtime::create(make(fabric, r), topo, o, &rt);
       if (results[r].ok() && body) results[r] = body(r, *rt);
@@ -124,6 +127,33 @@ TEST_CASE("ranks with different allreduce algorithms refuse to start, naming the
   // The same choice everywhere starts.
   for (auto& s : create_two([](int, Options& o) { o.cpu_allreduce = CpuAllreduce::kMpi; }))
     CHECK(s.ok());
+}
+
+TEST_CASE("whether every node runs as many ranks is agreed at start, the same on every rank",
+          "[runtime]") {
+  // Horovod's is_homogeneous(): answered locally afterwards, no collective.
+  const MakeTransport local = [](std::shared_ptr<LocalFabric> f, int r) {
+    return std::make_unique<LocalTransport>(std::move(f), r);
+  };
+  for (const bool same : {true, false}) {
+    INFO((same ? "same local sizes" : "local sizes 2 and 1"));
+    bool seen[2] = {!same, !same};
+    const std::vector<Status> results = create_two([](int, Options&) {}, local,
+                                                   [&](int r, Runtime& rt) {
+                                                     seen[r] = rt.topology().homogeneous;
+                                                     return Status::OK();
+                                                   },
+                                                   [&](int r, Topology& t) {
+                                                     // Same: one node of two ranks. Not: rank 0 on
+                                                     // a node with a rank of another job's size 2,
+                                                     // rank 1 alone on its node.
+                                                     t.local_size = same ? 2 : 2 - r;
+                                                     t.local_rank = same ? r : 0;
+                                                   });
+    for (const Status& s : results) CHECK(s.ok());
+    CHECK(seen[0] == same);
+    CHECK(seen[1] == same);
+  }
 }
 
 namespace {

@@ -27,6 +27,7 @@ int ringscope_c_local_rank() { return ringscope::local_rank(); }
 int ringscope_c_local_size() { return ringscope::local_size(); }
 int ringscope_c_cross_rank() { return ringscope::cross_rank(); }
 int ringscope_c_cross_size() { return ringscope::cross_size(); }
+int ringscope_c_is_homogeneous() { return ringscope::is_homogeneous() ? 1 : 0; }
 int ringscope_c_start_trace(const char* path, char* err, int errlen) {
   return report(ringscope::start_trace(path ? path : ""), err, errlen);
 }

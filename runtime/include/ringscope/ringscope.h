@@ -153,6 +153,8 @@ int local_rank();
 int local_size();
 int cross_rank();
 int cross_size();
+// Every node runs the same number of ranks (agreed at init; false before).
+bool is_homogeneous();
 
 // Asynchronous collectives. `name` must be identical on every rank and unique
 // among ops in flight. `input` and `output` may be the same buffer; both must

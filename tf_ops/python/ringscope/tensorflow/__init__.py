@@ -46,7 +46,6 @@ __all__ = [
 Sum, Average, Min, Max = 0, 1, 2, 3
 
 _shutdown_at_exit = []  # atexit registered (once)
-_homogeneous = []  # [every host runs as many ranks], found at init
 _together_lock = threading.Lock()
 _together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
 _TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
@@ -62,10 +61,6 @@ def init(comm=None, process_sets=None):
                          "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
                          "you want with mpirun)")
     _call(_c.ringscope_c_init)
-    if not _homogeneous:  # every rank runs init: Horovod's is_homogeneous() is local
-        local = tf.constant([local_size(), -local_size()], tf.int32)
-        most = allreduce(local, op=Max, name="init/is_homogeneous").numpy()
-        _homogeneous.append(int(most[0]) == -int(most[1]))
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
@@ -353,7 +348,7 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
 def is_homogeneous():
     """Whether every host runs the same number of ranks (agreed at init)."""
     _topology(_c.ringscope_c_size)  # raises before init
-    return bool(_homogeneous and _homogeneous[0])
+    return bool(_c.ringscope_c_is_homogeneous())
 
 
 def join():

@@ -103,7 +103,7 @@ class _Ops:
 ops = _Ops()
 
 for _fn in ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_size", "is_initialized",
-            "built_with_cuda"):
+            "is_homogeneous", "built_with_cuda"):
     getattr(c, "ringscope_c_" + _fn).restype = ctypes.c_int
 c.ringscope_c_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_start_trace.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
