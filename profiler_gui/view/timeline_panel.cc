@@ -244,8 +244,10 @@ void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& ma
   if (ImGui::IsMouseDown(0) || ImGui::IsMouseDown(1)) {
     const int64_t shift = static_cast<int64_t>(
         static_cast<double>(io.MousePos.x - state.drag_start_x) / map.px_per_ns());
-    state.view_begin_ns = state.drag_start_begin_ns - shift;
-    state.view_end_ns = state.drag_start_end_ns - shift;
+    // From where the drag started, within the same bounds as every pan.
+    state.view_begin_ns = state.drag_start_begin_ns;
+    state.view_end_ns = state.drag_start_end_ns;
+    pan_by(model, state, -shift);
     return;
   }
   state.dragging = false;

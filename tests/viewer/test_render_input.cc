@@ -136,6 +136,17 @@ TEST_CASE("the wheel zooms at the cursor and dragging pans", "[render][input]") 
   // Dragging right by 120 px shows what was 120 px to the left.
   CHECK(static_cast<double>(zoomed.begin - panned.begin) ==
         Approx(120 * zoomed.ns_per_px()).epsilon(0.02));
+
+  // Dragging on and on does not lose the trace: the view stops within a
+  // trace's length of it, as the keys and the wheel do.
+  std::string far;
+  for (int i = 0; i < 6; ++i)
+    far += "drag " + at(start.time_x0 + 10, y) + " " + at(start.time_x1 - 10, y) + "\nwait 1\n";
+  const State dragged = play(dir, trace, far, "far").state;
+  CHECK(dragged.span() == Approx(start.span()).epsilon(0.001));
+  const double trace_begin = static_cast<double>(start.begin) + start.span() / 1.04 / 50;
+  CHECK(static_cast<double>(dragged.end) >= trace_begin - start.span());
+  CHECK(static_cast<double>(dragged.end) < static_cast<double>(start.begin));  // it did move
 }
 
 TEST_CASE("Shift + drag zooms to the range dragged", "[render][input]") {
