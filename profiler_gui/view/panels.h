@@ -4,6 +4,7 @@
 // except the caches declared here.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,17 @@ struct FrameLayout {
 struct TimeToScreen {
   int64_t begin_ns = 0, end_ns = 1;
   float x0 = 0, width = 1;
-  double px_per_ns() const { return width / static_cast<double>(end_ns - begin_ns); }
+  // Far off-screen coordinates are held a million pixels out: at extreme
+  // zoom a highlight or arrow end would otherwise lie 1e12 px away, past
+  // what float vertices and the rasterisers keep exact. Subtraction in
+  // double: a damaged trace's times may lie near the ends of int64.
+  static constexpr double kFarPx = 1e6;
+  double px_per_ns() const {
+    return width / (static_cast<double>(end_ns) - static_cast<double>(begin_ns));
+  }
   float x(int64_t t) const {
-    return x0 + static_cast<float>(static_cast<double>(t - begin_ns) * px_per_ns());
+    const double px = (static_cast<double>(t) - static_cast<double>(begin_ns)) * px_per_ns();
+    return x0 + static_cast<float>(std::clamp(px, -kFarPx, width + kFarPx));
   }
   int64_t time(float px) const {
     return begin_ns + static_cast<int64_t>(static_cast<double>(px - x0) / px_per_ns());

@@ -3,6 +3,7 @@
 // 4-rank run; the visible range they leave behind is checked.
 #include <sqlite3.h>
 
+#include <cmath>
 #include <limits>
 
 #include <catch2/catch.hpp>
@@ -94,4 +95,20 @@ TEST_CASE("fit all covers a trace whose clock offset is near the end of int64", 
   CHECK(state.view_end_ns > state.view_begin_ns);
   zoom_at(model, state, std::numeric_limits<int64_t>::min(), 0.5);
   CHECK(state.view_end_ns > state.view_begin_ns);
+}
+
+TEST_CASE("screen x of any time stays finite and near the timeline", "[actions]") {
+  // 100 ns over 1000 px: 10 px per ns.
+  TimeToScreen map{1'000, 1'100, 50, 1000};
+  CHECK(map.x(1'050) == Approx(550));
+  CHECK(map.x(1'000) == Approx(50));
+  // A highlight a second away at this zoom is 1e10 px out: held at 1e6.
+  CHECK(map.x(1'000'000'001'000) == Approx(50 + 1000 + TimeToScreen::kFarPx));
+  CHECK(map.x(-1'000'000'000) == Approx(50 - TimeToScreen::kFarPx));
+  // Times at the ends of int64 (a damaged trace) do not overflow.
+  const TimeToScreen wide{std::numeric_limits<int64_t>::min() / 2,
+                          std::numeric_limits<int64_t>::max() / 2, 0, 800};
+  CHECK(wide.x(0) == Approx(400));
+  CHECK(std::isfinite(wide.x(std::numeric_limits<int64_t>::max())));
+  CHECK(wide.x(std::numeric_limits<int64_t>::min()) < 0);
 }
