@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
   app.add_option("--events", events, "events in the generated trace")
       ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40));
   app.add_option("--cache", cache, "directory for the generated trace (reused when present)");
-  app.add_option("--frames", frames, "frames per view")->check(CLI::Range(1, 1000000));
+  app.add_option("--frames", frames, "frames per view (0: load and memory only)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--json", json, "write the results as JSON to this file");
   if (const int code = ringscope::bench::parse_command_line(app, argc, argv); code >= 0)
     return code;
@@ -232,10 +233,16 @@ int main(int argc, char** argv) {
   std::printf("load                %8.2f s     (goal <= 5 s)\n", load_s);
   std::printf("RSS per event       %8.1f B     (goal <= 40 B; track columns %.1f B)\n",
               rss_per_event, columns_per_event);
-  std::printf("frame = ImGui frame building + software GL (llvmpipe) rendering; UI = the former\n");
-  std::printf("%-10s %-28s %10s %10s %10s %10s %10s\n", "frames", "range (ns from start)",
-              "median ms", "p99 ms", "max ms", "UI median", "UI p99");
-  for (const FrameStats& f : stats)
+  // --frames 0: no frame rows (not -1s that read as times).
+  const std::vector<FrameStats> measured = frames > 0 ? stats : std::vector<FrameStats>{};
+  if (frames == 0) std::printf("frames              not measured (--frames 0)\n");
+  if (frames > 0) {
+    std::printf(
+        "frame = ImGui frame building + software GL (llvmpipe) rendering; UI = the former\n");
+    std::printf("%-10s %-28s %10s %10s %10s %10s %10s\n", "frames", "range (ns from start)",
+                "median ms", "p99 ms", "max ms", "UI median", "UI p99");
+  }
+  for (const FrameStats& f : measured)
     std::printf("%-10s %-28s %10.2f %10.2f %10.2f %10.2f %10.2f\n", f.name.c_str(),
                 f.range.empty() ? "fit all" : f.range.c_str(), f.median_ms, f.p99_ms, f.max_ms,
                 f.ui_median_ms, f.ui_p99_ms);
@@ -246,7 +253,7 @@ int main(int argc, char** argv) {
         << ",\"column_bytes_per_event\":" << columns_per_event << ",\"frames_per_view\":" << frames
         << ",\"load_average_start\":" << load_average_start
         << ",\"load_average_end\":" << load_average_end;
-    for (const FrameStats& f : stats)
+    for (const FrameStats& f : measured)
       out << ",\"" << f.name << "_median_ms\":" << f.median_ms << ",\"" << f.name
           << "_p99_ms\":" << f.p99_ms << ",\"" << f.name << "_max_ms\":" << f.max_ms << ",\""
           << f.name << "_ui_median_ms\":" << f.ui_median_ms << ",\"" << f.name

@@ -222,14 +222,19 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     if (!s.ok()) return s;
     o.settings.cache_enabled = o.cache_capacity > 0;
   }
-  if (auto v = first({"RINGSCOPE_STALL_CHECK_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS"})) {
+  // Ours wins; among Horovod's, HOROVOD_STALL_CHECK_DISABLE=1 wins over
+  // HOROVOD_STALL_CHECK_TIME_SECONDS, as in Horovod.
+  bool horovod_disable = false;
+  if (auto d = env("HOROVOD_STALL_CHECK_DISABLE"); d && !env("RINGSCOPE_STALL_CHECK_SECONDS")) {
+    s = parse_bool("HOROVOD_STALL_CHECK_DISABLE", *d, &horovod_disable);
+    if (!s.ok()) return s;
+  }
+  if (horovod_disable) {
+    o.stall_check_seconds = 0;
+  } else if (auto v =
+                 first({"RINGSCOPE_STALL_CHECK_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS"})) {
     s = parse_double(v->first, v->second, 0.0, 1e6, &o.stall_check_seconds);
     if (!s.ok()) return s;
-  } else if (auto d = env("HOROVOD_STALL_CHECK_DISABLE")) {
-    bool disable = false;
-    s = parse_bool("HOROVOD_STALL_CHECK_DISABLE", *d, &disable);
-    if (!s.ok()) return s;
-    if (disable) o.stall_check_seconds = 0;
   }
   if (auto v = first({"RINGSCOPE_STALL_SHUTDOWN_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"})) {
     s = parse_double(v->first, v->second, 0.0, 1e6, &o.stall_shutdown_seconds);
@@ -253,14 +258,8 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     }
   }
   if (auto v = env("RINGSCOPE_SHARED_MEMORY")) {
-    if (*v == "1" || *v == "true") {
-      o.shared_memory = true;
-    } else if (*v == "0" || *v == "false") {
-      o.shared_memory = false;
-    } else {
-      return Status(StatusCode::kInvalidArgument,
-                    "RINGSCOPE_SHARED_MEMORY='" + *v + "' is invalid: expected 1/true or 0/false");
-    }
+    s = parse_bool("RINGSCOPE_SHARED_MEMORY", *v, &o.shared_memory);  // "" is 0, as elsewhere
+    if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_DATA_THREADS")) {
     int64_t threads = 0;
@@ -273,10 +272,18 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_LOG_LEVEL")) {
+    // 0..3, or Horovod's names as `ringscope run --log-level` takes them.
     int64_t level = 0;
-    s = parse_int("RINGSCOPE_LOG_LEVEL", *v, 0, 3, &level);
-    if (!s.ok()) return s;
-    o.log_level = static_cast<int>(level);
+    if (std::optional<int> named = horovod_log_level(*v)) {
+      o.log_level = *named;
+    } else if (parse_int("RINGSCOPE_LOG_LEVEL", *v, 0, 3, &level).ok()) {
+      o.log_level = static_cast<int>(level);
+    } else {
+      return Status(StatusCode::kInvalidArgument,
+                    "RINGSCOPE_LOG_LEVEL='" + *v +
+                        "' is invalid: expected an integer in [0, 3] or trace, debug, info, "
+                        "warning, error, fatal");
+    }
   } else if (auto h = env("HOROVOD_LOG_LEVEL")) {
     s = parse_horovod_log_level(*h, &o.log_level);
     if (!s.ok()) return s;

@@ -275,3 +275,24 @@ TEST_CASE("check names events of an unknown kind or in another kind's lane", "[t
   CHECK(all.find("event-kind: rank 0: unknown event kind 999") != std::string::npos);
   CHECK(all.find("event-lane: rank 0: ENQUEUE at") != std::string::npos);
 }
+
+TEST_CASE("check notes, not fails, kinds a newer minor schema may add", "[trace][corrupt]") {
+  // trace-schema.md: a 1.x reader reads any 1.y; a minor version may add kinds.
+  test::TempDir dir;
+  const std::string path = valid_trace(dir, "newer.sqlite");
+  sql_exec(path,
+           "UPDATE meta SET value = '1.1.0' WHERE key = 'schema_version';"
+           "UPDATE events SET kind = 999 WHERE kind = 2 AND start_ns = "
+           "(SELECT min(start_ns) FROM events WHERE kind = 2)");
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CheckReport report;
+  REQUIRE(check_trace(reader, {}, &report).ok());
+  std::string all, notes;
+  for (const std::string& v : report.violations) all += v + "\n";
+  for (const std::string& n : report.notes) notes += n + "\n";
+  INFO(all << notes);
+  CHECK(all.find("event-kind") == std::string::npos);
+  CHECK(notes.find("event kinds 999 are newer than this ringscope (schema 1.1.0)") !=
+        std::string::npos);
+}

@@ -62,6 +62,13 @@ TEST_CASE("every example query of docs/trace-schema.md runs and answers", "[trac
     sqlite3_finalize(stmt);
     std::ostringstream out;
     CHECK(run_sql_query({merged}, query, out).ok());
+    CHECK(out.str().find("runs on each of these") == std::string::npos);
   }
   sqlite3_close(db);
+  // On the per-rank files (the base path) each file answers alone, and the
+  // output says so and how to merge.
+  std::ostringstream per_file;
+  REQUIRE(run_sql_query({dir.file("doc.sqlite")}, "SELECT count(*) FROM ranks", per_file).ok());
+  CHECK(per_file.str().find("runs on each of these 4 files by itself") != std::string::npos);
+  CHECK(per_file.str().find("ringscope-trace merge OUT.sqlite") != std::string::npos);
 }

@@ -1,6 +1,8 @@
 // Writer -> reader round trips: concurrent recording from several threads
 // loses nothing and keeps every field; interning is stable; a too-small
 // buffer counts drops instead of blocking; file naming; window queries.
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <set>
@@ -272,4 +274,58 @@ TEST_CASE("lane_columns holds exactly what scan_events reads, on rank 0's clock"
     }
   }
   CHECK(compared > 100);
+}
+
+TEST_CASE("autotune trial and decision marks are stored, in SQL and through the reader",
+          "[trace][writer]") {
+  // docs/autotune.md: step >= 0 a window, -1 a whole trial, -2 the decision.
+  test::TempDir dir;
+  const std::string path = dir.file("tune.rank0.sqlite");
+  TraceWriter writer;
+  REQUIRE(writer.open(path, 0, 1).ok());
+  const std::vector<int32_t> steps = {0, 1, -1, 0, -1, -2};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    TraceEvent e;
+    e.kind = uint16_t(EventKind::kAutotuneTrial);
+    e.start_ns = static_cast<int64_t>(i) * 1000;
+    e.end_ns = e.start_ns + 500;
+    e.step = steps[i];
+    writer.record(e);
+  }
+  TraceEvent ring;  // elsewhere a negative step is none (NULL)
+  ring.kind = uint16_t(EventKind::kRingAllgather);
+  ring.start_ns = 10'000, ring.end_ns = 10'100;
+  writer.record(ring);
+  REQUIRE(writer.close().ok());
+
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  auto count = [&](const char* where) {
+    sqlite3_stmt* stmt = nullptr;
+    const std::string q = std::string("SELECT count(*) FROM events WHERE ") + where;
+    REQUIRE(sqlite3_prepare_v2(db, q.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
+    const int n = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    return n;
+  };
+  CHECK(count("kind = 26 AND step = -2") == 1);
+  CHECK(count("kind = 26 AND step = -1") == 2);
+  CHECK(count("kind = 26 AND step >= 0") == 3);
+  CHECK(count("kind = 10 AND step IS NULL") == 1);
+  sqlite3_close(db);
+
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  std::vector<int32_t> read;
+  REQUIRE(reader
+              .scan_events(
+                  0,
+                  [&](const StoredEvent& s) {
+                    read.push_back(s.event.step);
+                    return true;
+                  },
+                  Lane::kAutotune)
+              .ok());
+  CHECK(read == steps);
 }

@@ -63,6 +63,10 @@ TEST_CASE("ringscope variables are read", "[config]") {
   CHECK_FALSE(o.shared_memory);
   CHECK(o.data_threads == 3);
   CHECK(o.trace_path == "runs/a.sqlite");
+  // Empty is off, as for every other switch.
+  Options empty;
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_SHARED_MEMORY", ""}}), &empty).ok());
+  CHECK_FALSE(empty.shared_memory);
 }
 
 TEST_CASE("Horovod variables apply only when ours are unset", "[config]") {
@@ -102,6 +106,18 @@ TEST_CASE("Horovod's stall, log, autotune and timeline variables apply when ours
   CHECK(o.stall_check_seconds == 0.0);
   CHECK(o.log_level == 0);
   CHECK(o.trace_path == "tl");
+  // As in Horovod, the disable switch wins over Horovod's check time.
+  Options h;
+  REQUIRE(options_from_env(env_of({{"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                                   {"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"}}),
+                           &h)
+              .ok());
+  CHECK(h.stall_check_seconds == 0.0);
+  REQUIRE(options_from_env(env_of({{"HOROVOD_STALL_CHECK_DISABLE", "0"},
+                                   {"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"}}),
+                           &h)
+              .ok());
+  CHECK(h.stall_check_seconds == 30.0);
 
   REQUIRE(options_from_env(env_of({{"RINGSCOPE_STALL_CHECK_SECONDS", "5"},
                                    {"HOROVOD_STALL_CHECK_DISABLE", "1"},
@@ -189,10 +205,21 @@ TEST_CASE("the message gives the accepted range as a user would write it", "[con
         Case{"RINGSCOPE_CACHE_CAPACITY", "x", "expected an integer in [0, 1048576]"},
         Case{"RINGSCOPE_STALL_CHECK_SECONDS", "-1", "expected a number in [0, 1e+06]"},
         Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0.01", "expected a number in [0.1, 1e+06]"},
-        Case{"RINGSCOPE_LOG_LEVEL", "4", "expected an integer in [0, 3]"}}) {
+        Case{"RINGSCOPE_LOG_LEVEL", "4",
+             "expected an integer in [0, 3] or trace, debug, info, warning, error, fatal"}}) {
     Options o;
     const Status s = options_from_env(env_of({{c.var, c.value}}), &o);
     CHECK(s.message() == std::string(c.var) + "='" + c.value + "' is invalid: " + c.range);
+  }
+}
+
+TEST_CASE("RINGSCOPE_LOG_LEVEL takes Horovod's level names too, as the launcher does", "[config]") {
+  for (auto [text, level] : std::vector<std::pair<const char*, int>>{
+           {"debug", 3}, {"INFO", 2}, {"warning", 1}, {"fatal", 0}, {"2", 2}, {"0", 0}}) {
+    INFO(text);
+    Options o;
+    REQUIRE(options_from_env(env_of({{"RINGSCOPE_LOG_LEVEL", text}}), &o).ok());
+    CHECK(o.log_level == level);
   }
 }
 

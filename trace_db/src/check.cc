@@ -1,9 +1,11 @@
 // check_trace: verifies a trace's invariants (see trace_tools.h) in one scan
 // per rank, and reports each violation with the rule it breaks, the rank
 // and the collective (cycle, seq_index) involved.
+#include <cstdio>
 #include <map>
 #include <set>
 
+#include "ringscope/trace_schema.h"
 #include "ringscope/trace_tools.h"
 
 namespace ringscope {
@@ -22,6 +24,7 @@ struct RankScan {
   std::map<CollectiveKey, int64_t> reducescatter_bytes;
   std::map<CollectiveKey, int> alltoall_steps;
   int64_t dropped_marked = 0;
+  std::set<uint16_t> newer_kinds;  // unknown kinds of a newer minor schema
 };
 
 bool is_checked_collective(uint16_t kind) {
@@ -54,13 +57,27 @@ class Reporter {
   std::map<std::string, size_t> per_rule_;
 };
 
-Status scan_rank(const TraceReader& reader, int rank, RankScan* scan, Reporter* reporter) {
+// Whether the file's schema is a newer minor version than this reader's:
+// it may hold kinds this build does not know (trace-schema.md, versioning).
+bool newer_minor_schema(const TraceReader& reader) {
+  auto it = reader.meta().find("schema_version");
+  int file_major = 0, file_minor = 0, own_major = 0, own_minor = 0;
+  return it != reader.meta().end() &&
+         std::sscanf(it->second.c_str(), "%d.%d", &file_major, &file_minor) == 2 &&
+         std::sscanf(kTraceSchemaVersion, "%d.%d", &own_major, &own_minor) == 2 &&
+         file_major == own_major && file_minor > own_minor;
+}
+
+Status scan_rank(const TraceReader& reader, int rank, bool newer_schema, RankScan* scan,
+                 Reporter* reporter) {
   return reader.scan_events(rank, [&](const StoredEvent& stored) {
     const TraceEvent& e = stored.event;
     const CollectiveKey key{e.cycle, e.seq_index};
     // The writer stores each kind in its own lane: anything else was written
     // by something else, or damaged.
-    if (!event_kind_info(e.kind))
+    if (!event_kind_info(e.kind) && newer_schema)
+      scan->newer_kinds.insert(e.kind);
+    else if (!event_kind_info(e.kind))
       reporter->violation("event-kind", "rank " + std::to_string(rank) + ": unknown event kind " +
                                             std::to_string(e.kind) + " at " +
                                             std::to_string(e.start_ns) + " ns");
@@ -128,6 +145,7 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
                                              std::to_string(world) + " has no trace file or data");
 
   std::map<int, RankScan> scans;
+  const bool newer_schema = newer_minor_schema(reader);
   for (const RankInfo& info : reader.ranks()) {
     if (info.rank >= world && world > 0)
       reporter.violation("rank-present", "rank " + std::to_string(info.rank) +
@@ -135,11 +153,20 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
     if (!info.finalized)
       report->notes.push_back("rank " + std::to_string(info.rank) +
                               ": file was not closed (process killed?); " + info.file);
-    if (Status s = scan_rank(reader, info.rank, &scans[info.rank], &reporter); !s.ok()) {
+    if (Status s = scan_rank(reader, info.rank, newer_schema, &scans[info.rank], &reporter);
+        !s.ok()) {
       // Rows lost to damage (the reader compares what it read with the
       // counts stored at close): reported, and the rest of the check goes on.
       if (s.code() != StatusCode::kCorrupt) return s;
       reporter.violation("row-count", s.message());
+    }
+    if (!scans[info.rank].newer_kinds.empty()) {
+      std::string kinds;
+      for (uint16_t k : scans[info.rank].newer_kinds)
+        kinds += (kinds.empty() ? "" : ", ") + std::to_string(k);
+      report->notes.push_back("rank " + std::to_string(info.rank) + ": event kinds " + kinds +
+                              " are newer than this ringscope (schema " +
+                              reader.meta().at("schema_version") + "): not checked");
     }
     const int64_t dropped = std::max(info.dropped_events, scans[info.rank].dropped_marked);
     report->dropped_events += dropped;

@@ -70,6 +70,12 @@ Status run_sql_query(const std::vector<std::string>& inputs, const std::string& 
                      std::ostream& out, size_t max_rows) {
   std::vector<std::string> files;
   if (Status s = resolve_trace_inputs(inputs, &files); !s.ok()) return s;
+  // Per-rank files each hold one rank: a query comparing ranks (which was
+  // last, waits across ranks) answers per file, and says so.
+  if (files.size() > 1)
+    out << "(the query runs on each of these " << files.size()
+        << " files by itself; to compare ranks in one query, merge them first: "
+           "ringscope-trace merge OUT.sqlite FILES...)\n";
   for (const std::string& path : files) {
     if (Status s = schema::check_file_header(path); !s.ok()) return s;
     sql::Db db;
