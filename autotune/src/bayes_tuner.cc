@@ -62,10 +62,16 @@ TuneSettings best_measured_at(const std::vector<Observation>& observations,
 double Gain::percent() const { return 100.0 * std::expm1(log_gain); }
 double Gain::percent_stddev() const { return 100.0 * std::expm1(stddev); }
 
-Status suggest_next(const std::vector<Observation>& observations, const TunerOptions& options,
+Status suggest_next(const std::vector<Observation>& given, const TunerOptions& options,
                     Suggestion* out) {
   *out = Suggestion{};
-  if (observations.empty()) return Status(StatusCode::kInvalidArgument, "no trials to learn from");
+  if (given.empty()) return Status(StatusCode::kInvalidArgument, "no trials to learn from");
+  auto fixed = [&](TuneSettings s) {
+    if (!options.cache_tunable) s.cache_enabled = false;
+    return s;
+  };
+  std::vector<Observation> observations = given;
+  for (Observation& o : observations) o.settings = fixed(o.settings);
   const int n = static_cast<int>(observations.size());
   Eigen::MatrixXd x(n, kInputDims);
   Eigen::VectorXd y(n), noise(n);
@@ -100,7 +106,7 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
   if (!s.ok()) return s;
   out->model = gp.report();
 
-  const TuneSettings defaults = default_settings();
+  const TuneSettings defaults = fixed(default_settings());
   out->default_observed = std::any_of(distinct.begin(), distinct.end(), [&](const TuneSettings& d) {
     return same_point(d, defaults);
   });
@@ -126,6 +132,7 @@ Status suggest_next(const std::vector<Observation>& observations, const TunerOpt
   candidates.push_back(defaults);
   double max_ei = -1, default_ei = 0;
   TuneSettings argmax = defaults;
+  for (TuneSettings& c : candidates) c = fixed(c);
   for (const TuneSettings& c : candidates) {
     const Prediction p = predict(gp, c);
     const double ei = expected_improvement(p.mean, p.stddev, best, options.xi);

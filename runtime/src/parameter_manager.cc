@@ -139,7 +139,7 @@ void ParameterManager::finish_trial(int64_t now_ns, std::vector<AutotuneRecord>*
   t.settings = current_;
   t.window_scores = current_windows_;
   t.median = median_of(current_windows_);
-  t.mad = mad_of(current_windows_, t.median);
+  t.mad = 1.4826 * mad_of(current_windows_, t.median);
   // Noise of ln(median): (pi/2) sigma^2 / n with sigma from the MAD of the
   // windows' ln scores (as the offline scorer does).
   std::vector<double> logs;
@@ -156,7 +156,7 @@ void ParameterManager::finish_trial(int64_t now_ns, std::vector<AutotuneRecord>*
   r.bytes = trial_bytes_;
   r.bytes_per_second = t.median;
   r.text = "trial " + std::to_string(t.id) + ": " + describe_settings(t.settings) + "; median " +
-           format_rate(t.median) + " +- " + format_rate(1.4826 * t.mad) + " over " +
+           format_rate(t.median) + " +- " + format_rate(t.mad) + " over " +
            std::to_string(current_windows_.size()) + " windows";
 
   std::string why;
@@ -184,20 +184,18 @@ void ParameterManager::finish_trial(int64_t now_ns, std::vector<AutotuneRecord>*
 }
 
 Settings ParameterManager::choose_next(std::string* why) {
-  // The model sees every trial; without a cache, a trial counts for both
-  // cache values (the knob does nothing), so EI never chases cache-on points.
+  // The model sees every trial. Without a cache the knob does nothing: the
+  // tuner is told so and models every point with the cache off (feeding each
+  // trial twice, as cache on and off, made two trials look like four
+  // settings and the model call it converged after them).
   std::vector<autotune::Observation> observations;
-  for (const AutotuneTrial& t : trials_) {
-    autotune::Observation o{to_tune_settings(t.settings), std::log(std::max(t.median, 1.0)),
-                            t.log_variance};
-    observations.push_back(o);
-    if (!cache_available_) {
-      o.settings.cache_enabled = true;
-      observations.push_back(o);
-    }
-  }
+  for (const AutotuneTrial& t : trials_)
+    observations.push_back(
+        {to_tune_settings(t.settings), std::log(std::max(t.median, 1.0)), t.log_variance});
+  autotune::TunerOptions tuner;
+  tuner.cache_tunable = cache_available_;
   autotune::Suggestion suggestion;
-  Status s = autotune::suggest_next(observations, autotune::TunerOptions{}, &suggestion);
+  Status s = autotune::suggest_next(observations, tuner, &suggestion);
   const bool limit = static_cast<int>(trials_.size()) >= options_.max_trials;
   if (!s.ok() || limit || (queued_.empty() && suggestion.converged)) {
     stop_reason_ = !s.ok() ? "the model failed (" + s.message() + "); keeping the best median"
@@ -253,14 +251,16 @@ int ParameterManager::best_trial() const {
 std::string ParameterManager::provenance_json() const {
   nlohmann::json trials = nlohmann::json::array();
   int default_trial = -1;
+  // Without a cache the defaults ran with it off, as every trial did.
+  autotune::TuneSettings defaults = autotune::default_settings();
+  if (!cache_available_) defaults.cache_enabled = false;
   for (const AutotuneTrial& t : trials_) {
     trials.push_back({{"id", t.id},
                       {"settings", settings_json(t.settings)},
                       {"median_bytes_per_second", t.median},
                       {"mad_bytes_per_second", t.mad},
                       {"window_bytes_per_second", t.window_scores}});
-    if (default_trial < 0 && to_tune_settings(t.settings) == autotune::default_settings())
-      default_trial = t.id;
+    if (default_trial < 0 && to_tune_settings(t.settings) == defaults) default_trial = t.id;
   }
   nlohmann::json p = {{"tool", "ringscope online autotune"},
                       {"source", "online"},

@@ -37,8 +37,8 @@ struct AutotuneTrial {
   Settings settings;
   std::vector<double> window_scores;  // bytes/s of each measured window
   double median = 0;                  // bytes/s
-  double mad = 0;                     // median absolute deviation of the windows, bytes/s
-  double log_variance = 0;            // noise of ln(median) given to the GP
+  double mad = 0;  // median absolute deviation of the windows x 1.4826 (a sigma, as offline)
+  double log_variance = 0;  // noise of ln(median) given to the GP
 };
 
 class ParameterManager {

@@ -42,6 +42,10 @@ struct TunerOptions {
   double default_preference = 0.85;
   double converged_below = 0.003;  // max EI under this (ln units, ~0.3%): converged
   bool fit_hyperparameters = true;
+  // False where the run has no response cache (capacity 0): the knob does
+  // nothing, so every setting, candidate and the defaults count with the
+  // cache off, and settings differing only there are one point.
+  bool cache_tunable = true;
 };
 
 struct Suggestion {
