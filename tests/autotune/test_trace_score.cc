@@ -116,3 +116,29 @@ TEST_CASE("inputs group per-rank files by run and scan directories", "[inputs]")
   std::filesystem::create_directory(dir.file("empty"));
   CHECK(collect_trace_groups({dir.file("empty")}, &groups).code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("steps without an allreduce widen the step windows", "[score]") {
+  // Gradient accumulation: 24 steps of 10 ms, an allreduce of 1 MB ending
+  // in every second step only. Windows of one step alternate between
+  // nothing and 1 MB; two steps each hold 1 MB in 20 ms: 50 MB/s.
+  std::vector<int64_t> marks;
+  std::vector<CollectiveEnd> ends;
+  for (int64_t s = 0; s <= 24; ++s) marks.push_back(s * 10'000'000);
+  for (int64_t s = 1; s < 24; s += 2) ends.push_back({s * 10'000'000 + 5'000'000, 1'000'000});
+  bool by_steps = false;
+  int steps_used = -1;
+  const std::vector<ScoreWindow> windows =
+      cut_windows(ends, marks, ScoreOptions{}, &by_steps, &steps_used);
+  REQUIRE(by_steps);
+  CHECK(steps_used == 2);
+  REQUIRE(windows.size() == 11);  // 12 windows, 1 warm-up
+  for (const ScoreWindow& w : windows) {
+    CHECK(w.steps == 2);
+    CHECK(w.bytes_per_second() == Approx(50e6));
+  }
+  // Every step allreducing: one step per window, as asked.
+  ends.clear();
+  for (int64_t s = 0; s < 24; ++s) ends.push_back({s * 10'000'000 + 5'000'000, 1'000'000});
+  CHECK(cut_windows(ends, marks, ScoreOptions{}, &by_steps, &steps_used).size() == 23);
+  CHECK(steps_used == 1);
+}

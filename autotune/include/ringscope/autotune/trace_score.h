@@ -81,9 +81,14 @@ struct CollectiveEnd {
 // The windows score_trace cuts, before grouping by settings: STEP-mark
 // windows when there are more marks than steps_per_window, else windows of
 // consecutive collectives; the warm-up windows are dropped. *by_steps tells
-// which. Shared with the what-if replay, which scores predicted events.
+// which. Where more than 1 in 10 step windows allreduced nothing (steps
+// without an allreduce), windows span the fewest multiple of
+// steps_per_window that avoids it; *steps_used (if given) says how many
+// steps (0: windows of collectives). Shared with the what-if replay, which
+// scores predicted events.
 std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vector<int64_t> marks,
-                                     const ScoreOptions& options, bool* by_steps);
+                                     const ScoreOptions& options, bool* by_steps,
+                                     int* steps_used = nullptr);
 
 // Fills the statistics of out->windows (median, MAD, IQR, step time, log
 // score and its variance). Error: the median window allreduced no bytes.
