@@ -3,6 +3,7 @@
 // initialisation and the blocking wrappers.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <mutex>
@@ -32,6 +33,13 @@ struct ProcessRuntime {
   // shutdown() must not finalise it again).
   std::atomic<bool> finalizing_mpi{false};
   bool finalize_hook_set = false;
+  // The runtime a shutdown() on another thread is stopping (under mu), and
+  // its end: a second shutdown(), or MPI_Finalize's hook, returns only when
+  // the first has finished, not while that one still calls MPI and runs
+  // the last callbacks on the caller's buffers.
+  Runtime* stopping = nullptr;
+  bool finishing = false;  // stopped, now being destroyed (MPI may still be called)
+  std::condition_variable stopped;
 };
 
 ProcessRuntime& process() {
@@ -193,7 +201,16 @@ void shutdown() {
   // the API, which then answers "not initialised" instead of deadlocking.
   std::unique_ptr<Runtime> runtime;
   {
-    std::lock_guard<std::mutex> lock(p.mu);
+    std::unique_lock<std::mutex> lock(p.mu);
+    if (!p.runtime && (p.stopping || p.finishing)) {
+      // A callback of the runtime being stopped must not wait: the stopping
+      // thread waits for it. Others wait, bounded by that shutdown's own
+      // bounds (its peers, then API calls still inside it).
+      if (!(p.stopping && p.stopping->on_runtime_thread()))
+        p.stopped.wait_for(lock, std::chrono::seconds(150),
+                           [&] { return !p.stopping && !p.finishing; });
+      return;
+    }
     if (p.runtime && p.runtime->on_runtime_thread()) {
       // From a callback (on the background or the GPU finalizer's thread):
       // the loop is asked to stop (every pending op then completes with
@@ -203,6 +220,7 @@ void shutdown() {
       return;
     }
     runtime = std::move(p.runtime);
+    p.stopping = runtime.get();
   }
   if (!runtime) return;
   runtime->shutdown();
@@ -213,6 +231,11 @@ void shutdown() {
   while (p.users.load() > 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   const bool leaked = p.users.load() > 0;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.stopping = nullptr;  // before the runtime goes: a waiter may look at it
+    p.finishing = true;
+  }
   if (leaked)
     (void)runtime.release();
   else
@@ -229,6 +252,8 @@ void shutdown() {
     if (!finalized && !p.finalizing_mpi.exchange(true)) MPI_Finalize();
     p.we_initialized_mpi = false;
   }
+  p.finishing = false;
+  p.stopped.notify_all();
 }
 
 bool is_initialized() { return static_cast<bool>(CurrentRuntime()); }
