@@ -199,6 +199,7 @@ Status Runtime::submit(TensorEntry entry) {
   entry.enqueued_at = SteadyClock::now();
   Recorder* rec = recorder_.load();
   entry.enqueue_ns = rec ? rec->now_ns() : 0;
+  entry.stamped_by = rec;
   return queue_.push(std::move(entry));
 }
 
@@ -234,7 +235,7 @@ void Runtime::log(int level, const std::string& message) const {
 }
 
 int32_t Runtime::intern(const std::string& text) {
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
   if (!rec) return -1;
   if (rec != name_ids_owner_) {  // a new trace: ids of the old one are void
     name_ids_.clear();
@@ -247,8 +248,20 @@ int32_t Runtime::intern(const std::string& text) {
   return id;
 }
 
+void Runtime::stamp(TensorEntry& e) {
+  Recorder* rec = cycle_rec_;
+  if (e.stamped_by != rec) {
+    const int64_t age =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - e.enqueued_at)
+            .count();
+    e.enqueue_ns = rec ? std::max<int64_t>(0, rec->now_ns() - age) : 0;
+    e.stamped_by = rec;
+  }
+  e.name_id = intern(e.req.name);
+}
+
 void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key) {
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
   if (!rec) return;
   const int64_t now_ns = rec->now_ns();
   TraceEvent e = make_event(kind, now_ns, now_ns, cycle_, -1, name_id);
@@ -316,13 +329,16 @@ bool Runtime::stall_check_due(SteadyClock::time_point now) const {
 Status Runtime::run_cycle(bool* stop) {
   ++cycle_;
   Recorder* rec = recorder_.load();
+  cycle_rec_ = rec;
+  Recorder* snapshot = rec;
+  if (rec && snapshot_for_.compare_exchange_strong(snapshot, nullptr)) record_settings_snapshot();
   const int64_t t0 = rec ? rec->now_ns() : 0;
   const auto now = SteadyClock::now();
 
   // Take new submissions; their ENQUEUE events carry the submit time.
   queue_.drain(&fresh_);
   for (TensorEntry& e : fresh_) {
-    e.name_id = intern(e.req.name);
+    stamp(e);
     e.order = arrivals_++;
     if (rec) {
       TraceEvent ev =

@@ -197,8 +197,13 @@ class Runtime {
   // settings, record its trials; at shutdown write the settings file.
   void autotune_after_cycle(int64_t allreduced_bytes);
   void write_autotune_output();
+  // Background thread: into this cycle's recorder (cycle_rec_).
   void record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key = -1);
   int32_t intern(const std::string& text);
+  // The entry's name id and enqueue time on this cycle's recorder: a tensor
+  // submitted before a trace started, or pending across stop/start_trace,
+  // carries the other trace's (or none) until stamped again.
+  void stamp(TensorEntry& e);
   void log(int level, const std::string& message) const;
 
   std::unique_ptr<Transport> transport_;
@@ -206,6 +211,12 @@ class Runtime {
   const Topology topo_;
   const Options options_;
   std::atomic<Recorder*> recorder_{nullptr};
+  // The loop loads recorder_ once per cycle into cycle_rec_ and records only
+  // there, so a trace started or stopped mid-cycle gets whole cycles.
+  Recorder* cycle_rec_ = nullptr;
+  // A trace start_trace opened: the loop writes its settings snapshot at
+  // its first cycle, in order with the settings changes it records itself.
+  std::atomic<Recorder*> snapshot_for_{nullptr};
   TensorQueue queue_;
   std::thread thread_;
   std::thread::id loop_thread_id_;

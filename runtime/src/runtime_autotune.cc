@@ -27,7 +27,7 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
     proposed_ = *next;
     if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
   }
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
   // The manager's times are steady-clock ns; the trace's are the recorder's.
   const int64_t to_trace = rec ? rec->now_ns() - now_ns : 0;
   for (const AutotuneRecord& r : records) {

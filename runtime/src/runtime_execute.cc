@@ -40,7 +40,10 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
       fail_all(*fatal);
       return 0;
     }
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
+  // Pending since an earlier cycle, under another trace (or none).
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (where[i] != pending_.end() && entries[i]->stamped_by != rec) stamp(*entries[i]);
   if (rec)
     for (size_t i = 0; i < responses.size(); ++i) {
       if (where[i] == pending_.end()) continue;  // a stand-in: never submitted here

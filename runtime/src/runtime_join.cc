@@ -46,7 +46,7 @@ bool Runtime::take_join() {
     join_offer_ = nullptr;
   }
   joined_ = true;
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
   join_start_ns_ = rec ? rec->now_ns() : 0;
   join_recorder_ = rec;  // null: not traced from its start
   log(3, "joined in cycle " + std::to_string(cycle_));
@@ -88,7 +88,7 @@ void Runtime::finish_join(const Status& status, int last_joined_rank) {
   // Recorded only into the trace that saw the join start: a trace started
   // while joined gets no JOIN (a span from its start would say this rank
   // joined before any step, and the replay cuts there).
-  Recorder* rec = recorder_.load();
+  Recorder* rec = cycle_rec_;
   if (rec && rec == join_recorder_) {
     TraceEvent ev = make_event(EventKind::kJoin, join_start_ns_, rec->now_ns(), cycle_);
     ev.value = last_joined_rank;

@@ -38,7 +38,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
   if (topo_.rank == 0) {
     ResponseList out;
     std::vector<RequestList> lists(topo_.size);
-    Recorder* rec = recorder_.load();
+    Recorder* rec = cycle_rec_;
     for (int r = 0; r < topo_.size; ++r) {
       s = decode(gathered[r], &lists[r]);
       if (!s.ok()) {

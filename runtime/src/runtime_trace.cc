@@ -80,8 +80,11 @@ Status Runtime::start_trace(const std::string& base_path) {
   }
   writer->set_clock_offset_start(offset.offset_ns, offset.rtt_ns);
   trace_ = std::move(writer);
+  // The settings in force are recorded by the loop at its next cycle start:
+  // only it changes them, so none is lost between a snapshot taken here and
+  // a change it records meanwhile.
+  snapshot_for_.store(trace_.get());
   recorder_.store(trace_.get());
-  record_settings_snapshot();
   return Status::OK();
 }
 

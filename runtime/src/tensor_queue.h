@@ -33,7 +33,8 @@ struct TensorEntry {
   DoneCallback done;
   void* ready_event = nullptr;  // device tensors: cudaEvent_t to wait for (or null)
   SteadyClock::time_point enqueued_at;
-  int64_t enqueue_ns = 0;             // on the recorder's clock (0 when not tracing)
+  int64_t enqueue_ns = 0;             // on stamped_by's clock (0 when not tracing)
+  const void* stamped_by = nullptr;   // the recorder enqueue_ns and name_id belong to
   NameRecord* name_record = nullptr;  // set by TensorQueue::push
   // Owned by the background thread after drain():
   int32_t name_id = -1;

@@ -7,6 +7,10 @@
 
 #include <filesystem>
 
+#include <future>
+#include <thread>
+
+#include "capture_recorder.h"
 #include "local_world.h"
 #include "ringscope/trace_schema.h"
 #include "temp_dir.h"
@@ -46,4 +50,45 @@ TEST_CASE("a trace file one rank cannot open fails start_trace on every rank, na
   });
   INFO(checks.summary());
   REQUIRE(checks.ok());
+}
+
+TEST_CASE("a tensor pending across a trace switch is recorded with the new trace's name and clock",
+          "[runtime][trace]") {
+  // Rank 0 submits "a" under recorder A; it waits for rank 1 while the
+  // recorder becomes B, whose first interned text is another: "a"'s
+  // negotiation span must name "a" in B, and not end before it starts.
+  CaptureRecorder first, second;
+  second.intern("another name");
+  std::atomic<bool> switched{false};
+  ThreadChecks checks;
+  run_runtimes(
+      2, fast_options(),
+      [&](int r, Runtime& rt) {
+        std::vector<float> x(8, 1.0f + r);
+        if (r == 0) {
+          std::promise<Status> done;
+          TensorEntry e = allreduce_entry("a", DataType::kFloat32, {8}, x.data(), x.data());
+          e.done = [&](const Status& s) { done.set_value(s); };
+          checks.expect(rt.submit(std::move(e)).ok(), "submit");
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // drained under A
+          rt.set_recorder(&second);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          switched = true;
+          checks.expect(done.get_future().get().ok(), "a completes");
+        } else {
+          while (!switched) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          checks.expect(
+              run_op(rt, allreduce_entry("a", DataType::kFloat32, {8}, x.data(), x.data())).ok(),
+              "a completes on rank 1");
+        }
+        checks.expect(x[0] == 3.0f, "the sum");
+      },
+      nullptr, {&first});
+  INFO(checks.summary());
+  CHECK(checks.ok());
+  CHECK(first.events(EventKind::kEnqueue).size() == 1);
+  const std::vector<TraceEvent> negotiated = second.events(EventKind::kNegotiate);
+  REQUIRE(negotiated.size() == 1);
+  CHECK(second.text(negotiated[0].name_id) == "a");
+  CHECK(negotiated[0].end_ns >= negotiated[0].start_ns);
 }
