@@ -147,12 +147,14 @@ StragglerReport analyze_stragglers(const std::vector<RankTimeline>& ranks) {
     if (c.last_rank_index < 0) continue;
     const int64_t last = c.ready_ns[c.last_rank_index];
     c.lateness_ns = last - c.ready_ns[c.first_rank_index];
+    c.clock_error_ns = ranks[c.last_rank_index].info.clock_uncertainty_ns() +
+                       ranks[c.first_rank_index].info.clock_uncertainty_ns();
     for (size_t r = 0; r < n; ++r)
       if (c.ready_ns[r] >= 0) {
         report.per_rank[r].collectives++;
         report.per_rank[r].waited_ns += last - c.ready_ns[r];
       }
-    if (c.lateness_ns > 0) {
+    if (c.lateness_ns > 0 && !c.within_clock_error()) {
       report.per_rank[c.last_rank_index].times_last++;
       report.per_rank[c.last_rank_index].lateness_caused_ns += c.lateness_ns;
     }

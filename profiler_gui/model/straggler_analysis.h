@@ -43,12 +43,16 @@ struct CollectiveReadiness {
   std::vector<int64_t> rank_start_ns, rank_end_ns;  // the collective event on each rank
   int last_rank_index = -1, first_rank_index = -1;  // -1 when no rank has readiness
   int64_t lateness_ns = 0;                          // ready(last) - ready(first)
+  // The two ranks' clock uncertainty summed (RankInfo::clock_uncertainty_ns):
+  // a lateness no larger cannot say which was last, and is not blamed.
+  int64_t clock_error_ns = 0;
+  bool within_clock_error() const { return lateness_ns > 0 && lateness_ns <= clock_error_ns; }
 };
 
 struct RankStragglerTotals {
   int rank = 0;
   int64_t collectives = 0;         // collectives with known readiness on this rank
-  int64_t times_last = 0;          // last ready (with lateness > 0)
+  int64_t times_last = 0;          // last ready (lateness > 0, beyond clock error)
   int64_t lateness_caused_ns = 0;  // sum of lateness where it was last
   int64_t waited_ns = 0;           // sum of (last rank's readiness - its own)
 };

@@ -43,7 +43,10 @@ void readiness_rows(const TimelineModel& model, const EventRef& ref) {
     row("ready", behind == 0 ? "last of all ranks" : format_duration(behind) + " before the last");
   }
   row("last ready",
-      "rank " + std::to_string(last) + ", " + format_duration(c->lateness_ns) + " after the first");
+      "rank " + std::to_string(last) + ", " + format_duration(c->lateness_ns) + " after the first" +
+          (c->within_clock_error() ? " (within the clocks' error, " +
+                                         format_duration(c->clock_error_ns) + ": not blamed)"
+                                   : ""));
 }
 
 }  // namespace

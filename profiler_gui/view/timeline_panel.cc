@@ -171,7 +171,8 @@ struct BandPainter {
     draw->AddTriangleFilled(ImVec2(rx - 5, header_y1), ImVec2(rx + 5, header_y1),
                             ImVec2(rx, header_y1 + 6), c);
     if (last) {
-      const std::string text = "last ready  +" + format_duration(selected->lateness_ns);
+      const std::string text = "last ready  +" + format_duration(selected->lateness_ns) +
+                               (selected->within_clock_error() ? "  (within clock error)" : "");
       const ImVec2 size = ImGui::CalcTextSize(text.c_str());
       // Right of the pin unless that runs into the header's summary text.
       ImVec2 at(rx + 8, band_y0 + (kHeaderHeight - size.y) / 2);

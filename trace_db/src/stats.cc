@@ -118,6 +118,9 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
     CollectiveKey key;
     int last_rank = -1, first_rank = -1;
     int64_t lateness = 0;
+    // The two ranks' clocks cannot order readiness this close: not blamed.
+    bool within_clock_error() const { return lateness <= clock_error; }
+    int64_t clock_error = 0;
   };
   std::map<CollectiveKey, Straggle> spread;
   std::map<CollectiveKey, std::pair<int64_t, int64_t>> bounds;  // (min, max) ready
@@ -133,9 +136,17 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
   }
   std::vector<Straggle> ranked;
   std::map<int, std::pair<int64_t, int64_t>> blame;  // rank -> (times last, total lateness)
-  for (const auto& [key, s] : spread) {
+  auto uncertainty = [&](int rank) {
+    const RankInfo* info = reader.rank_info(rank);
+    return info ? info->clock_uncertainty_ns() : 0;
+  };
+  int64_t unordered = 0;
+  for (auto& [key, s] : spread) {
+    s.clock_error = uncertainty(s.last_rank) + uncertainty(s.first_rank);
     ranked.push_back(s);
-    if (s.lateness > 0) blame[s.last_rank].first++, blame[s.last_rank].second += s.lateness;
+    if (s.lateness > 0 && s.within_clock_error()) ++unordered;
+    if (s.lateness > 0 && !s.within_clock_error())
+      blame[s.last_rank].first++, blame[s.last_rank].second += s.lateness;
   }
   std::sort(ranked.begin(), ranked.end(),
             [](const Straggle& a, const Straggle& b) { return a.lateness > b.lateness; });
@@ -147,9 +158,10 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
   out << line;
   for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < options.top_stragglers; ++i) {
     const Straggle& s = ranked[i];
-    std::snprintf(line, sizeof(line), "%10lld %6d %10d %11d %12s\n",
+    std::snprintf(line, sizeof(line), "%10lld %6d %10d %11d %12s%s\n",
                   static_cast<long long>(s.key.first), s.key.second, s.last_rank, s.first_rank,
-                  format_ns(static_cast<double>(s.lateness)).c_str());
+                  format_ns(static_cast<double>(s.lateness)).c_str(),
+                  s.lateness > 0 && s.within_clock_error() ? "  (within clock error)" : "");
     out << line;
   }
   out << "\nper rank: collectives where it was last ready, and the lateness it caused\n";
@@ -159,6 +171,21 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
                   format_ns(static_cast<double>(b.second)).c_str());
     out << line;
   }
+  if (unordered > 0)
+    out << unordered
+        << " collective(s) not blamed: their last and first ranks were ready closer together "
+           "than the two ranks' clocks are known to agree (half the round trip of each one's "
+           "clock measurement)\n";
+  // Drift is corrected only between two clock measurements; without the
+  // one at the end (stop_trace, a killed rank), a rank on another host may
+  // drift by tens of ms over a long run, which shows up as lateness.
+  const RankInfo* rank0 = reader.rank_info(0);
+  for (const RankInfo& info : reader.ranks())
+    if (rank0 && info.rank != 0 && info.hostname != rank0->hostname && !info.clock_aligned &&
+        !info.has_end_offset)
+      out << "note: rank " << info.rank << " (host " << info.hostname
+          << ") has no clock measurement at the end of its trace (stopped early or killed): "
+             "its drift from rank 0's clock is not corrected\n";
   // Across several hosts, the same per host: a slow or busy machine shows
   // up as its ranks being last, whichever of them it was each time.
   std::map<std::string, std::vector<int>> host_ranks;

@@ -42,6 +42,12 @@ int64_t RankInfo::to_rank0(int64_t local_ns) const {
   return saturate(static_cast<__int128>(local_ns) + clock_offset_ns + round_saturated(drift));
 }
 
+int64_t RankInfo::clock_uncertainty_ns() const {
+  if (rank == 0 || clock_aligned) return 0;
+  const int64_t rtt = std::max(clock_rtt_ns, has_end_offset ? clock_rtt_end_ns : int64_t{-1});
+  return rtt > 0 ? rtt / 2 : 0;
+}
+
 int64_t RankInfo::to_local(int64_t rank0_ns) const {
   if (clock_aligned) return rank0_ns;
   const double slope = drift_slope(*this);
