@@ -9,7 +9,7 @@ namespace ringscope::view {
 namespace {
 
 struct Sum {
-  int64_t total = 0, count = 0;
+  int64_t total = 0, count = 0, members = 0;
 };
 
 std::map<std::string, Sum> tensor_means(const LoadedTrace& t) {
@@ -20,6 +20,7 @@ std::map<std::string, Sum> tensor_means(const LoadedTrace& t) {
       Sum& s = out[std::string(t.reader.text(id))];
       s.total += c.end_ns - c.start_ns;
       s.count++;
+      s.members += static_cast<int64_t>(c.member_names.size());
     }
   }
   return out;
@@ -58,6 +59,8 @@ TraceComparison compare_traces(const LoadedTrace& a, const LoadedTrace& b) {
       row.name = name;
       (side == 0 ? row.a_ns : row.b_ns) = sum.total / std::max<int64_t>(sum.count, 1);
       (side == 0 ? row.a_count : row.b_count) = sum.count;
+      (side == 0 ? row.a_group : row.b_group) =
+          static_cast<double>(sum.members) / static_cast<double>(std::max<int64_t>(sum.count, 1));
     }
   for (auto& [name, row] : tensors) out.tensors.push_back(row);
   sort_by_change(out.phases);

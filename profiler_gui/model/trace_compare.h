@@ -18,6 +18,11 @@ struct CompareRow {
   int64_t a_ns = -1;  // -1: absent in that trace
   int64_t b_ns = -1;
   int64_t a_count = 0, b_count = 0;
+  // Tensor rows: the mean number of tensors in the collectives holding it.
+  // A fused collective's time is its whole group's, so a tensor fused into
+  // a larger group after tuning shows a longer time though its step may be
+  // faster: the panel says so when these differ.
+  double a_group = 0, b_group = 0;
   double ratio() const {  // b / a; 0 when either is missing
     return a_ns > 0 && b_ns >= 0 ? static_cast<double>(b_ns) / static_cast<double>(a_ns) : 0;
   }

@@ -1,6 +1,7 @@
 // Compare panel (`--compare B`): the second trace's load progress or error,
 // then phase totals per kind and per-tensor mean collective time, before (A,
 // the main trace) and after (B) side by side with the ratio, largest change first.
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -16,7 +17,8 @@ void draw_rows(const char* id, const std::vector<CompareRow>& rows, bool phases,
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable;
   if (!ImGui::BeginTable(id, 4, flags, ImVec2(width, 0))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn(phases ? "kind (total, all ranks)" : "tensor (mean collective time)",
+  ImGui::TableSetupColumn(phases ? "kind (total, all ranks)"
+                                 : "tensor (mean time of its collective, shared when fused)",
                           ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableSetupColumn("A", ImGuiTableColumnFlags_WidthFixed, 80);
   ImGui::TableSetupColumn("B", ImGuiTableColumnFlags_WidthFixed, 80);
@@ -31,6 +33,9 @@ void draw_rows(const char* id, const std::vector<CompareRow>& rows, bool phases,
       ImGui::TableNextColumn();
       if (phases)
         ImGui::TextColored(to_vec4(kind_color(r.kind)), "%s", r.name.c_str());
+      else if (r.a_group > 0 && r.b_group > 0 && std::abs(r.a_group - r.b_group) >= 0.5)
+        // Fused differently: the times are of groups of different sizes.
+        ImGui::Text("%s  (groups of %.0f -> %.0f tensors)", r.name.c_str(), r.a_group, r.b_group);
       else
         ImGui::TextUnformatted(r.name.c_str());
       for (int64_t v : {r.a_ns, r.b_ns}) {

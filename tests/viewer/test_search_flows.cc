@@ -143,7 +143,9 @@ TEST_CASE("compare two traces: phase totals and per-tensor means", "[model][comp
     INFO(r.name);
     CHECK(r.a_count == 12);
     CHECK(r.b_count == 12);
-    CHECK(r.b_ns < r.a_ns);  // shorter rings in B
+    CHECK(r.b_ns < r.a_ns);         // shorter rings in B
+    CHECK(r.a_group == Approx(3));  // three tensors per fused collective
+    CHECK(r.b_group == Approx(3));
   }
   // Largest absolute change first.
   for (size_t i = 1; i < c.phases.size(); ++i)
