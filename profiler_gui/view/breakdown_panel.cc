@@ -2,6 +2,7 @@
 // copies, negotiation outside them, idle) as a stacked bar scaled to the
 // longest rank, with the numbers and shares beside it.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -37,8 +38,16 @@ const Part* parts() {
 }  // namespace
 
 void draw_breakdown_panel(const TimelineModel& model, BreakdownCache* cache) {
+  if (!cache->valid && !cache->computing.valid())
+    cache->computing = std::async(
+        std::launch::async, [&ranks = model.ranks()] { return compute_time_breakdown(ranks); });
   if (!cache->valid) {
-    cache->ranks = compute_time_breakdown(model.ranks());
+    if (cache->computing.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ImGui::TextDisabled("computing the breakdown of %s events...",
+                          format_count(model.trace().event_count).c_str());
+      return;
+    }
+    cache->ranks = cache->computing.get();
     cache->valid = true;
   }
   // Legend.

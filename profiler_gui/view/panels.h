@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -94,10 +95,14 @@ struct SearchCache {
   std::vector<TensorMatch> matches;
 };
 
-// Per-rank time breakdown and settings history, computed on first use.
+// Per-rank time breakdown, computed on first use on a worker thread (it
+// sorts every span of every rank: seconds for 10 M events, which would
+// freeze the window). Reset (which waits for the worker) before the trace
+// it reads is replaced.
 struct BreakdownCache {
   bool valid = false;
   std::vector<RankBreakdown> ranks;
+  std::future<std::vector<RankBreakdown>> computing;
 };
 struct CompareCache {
   bool valid = false;

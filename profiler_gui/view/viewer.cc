@@ -61,12 +61,15 @@ LoadState Viewer::load_state() const {
   if (main == LoadState::kReady && (tune_session_.busy() || trial == TrialRunState::kRunning ||
                                     trial == TrialRunState::kScoring))
     return LoadState::kLoading;
+  // The Breakdown panel's worker (headless shows its bars, not "computing").
+  if (main == LoadState::kReady && breakdown_cache_.computing.valid()) return LoadState::kLoading;
   return main;
 }
 
 bool Viewer::busy() const {
   return load_state() == LoadState::kLoading || model_.refresh_state() != RefreshState::kNone ||
-         tune_session_.busy() || tune_session_.process().running();
+         breakdown_cache_.computing.valid() || tune_session_.busy() ||
+         tune_session_.process().running();
 }
 
 double Viewer::idle_wait_seconds() const {

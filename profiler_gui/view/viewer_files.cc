@@ -141,9 +141,10 @@ void Viewer::poll_refresh() {
   if (rs == RefreshState::kDone || rs == RefreshState::kFailed) {
     // The view and selection as they are now, named so the new trace finds them.
     const Bookmark here = bookmark_view(model_, state_, "");
+    // Before the old trace goes: a cache's worker may still read it.
+    reset_caches();
     const Status s = model_.finish_refresh();
     if (s.ok()) {
-      reset_caches();
       state_.hovered.reset();
       go_to_bookmark(model_, state_, here);
       notice_.clear();
