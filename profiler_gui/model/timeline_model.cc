@@ -180,7 +180,11 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
     }
   if (!any) out->begin_ns = 0, out->end_ns = 1;
   if (out->end_ns <= out->begin_ns) out->end_ns = out->begin_ns + 1;
+  // Another file opened meanwhile joins this load on the UI thread: stop
+  // between the analysis steps too, not only between lanes.
+  if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
   out->stragglers = analyze_stragglers(out->ranks);
+  if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
   set_phase("statistics", 0.96);
   out->statistics = compute_kind_statistics(out->ranks);
 #ifdef __GLIBC__
