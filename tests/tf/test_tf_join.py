@@ -63,4 +63,45 @@ def uneven_training_joins_then_broadcasts_from_the_last_rank():
         assert np.all(every == every[0]), f"variable {i} differs across ranks"
 
 
+@test
+def join_in_a_function_runs_after_its_collectives():
+    # The collectives run independently of program order in a tf.function;
+    # a join built after one must still reach the runtime after it, or the
+    # other ranks would complete it with this rank's stand-in zeros. Rank 0
+    # joins in the same function, the others eagerly after the allreduce.
+    @tf.function
+    def last_step(x):
+        y = hvd.allreduce(x, op=hvd.Sum, name="last_step/s")
+        return y, hvd.join()
+
+    x = tf.fill([1000], float(R + 1))
+    want = np.full([1000], float(sum(r + 1 for r in range(N))))
+    for _ in range(4):
+        if R == 0:
+            y, _ = last_step(x)
+        else:
+            y = hvd.allreduce(x, op=hvd.Sum, name="last_step/s")
+            hvd.join()
+        assert_close(y.numpy(), want, tf.float32)
+
+
+@test
+def traced_functions_are_not_kept_alive_by_the_op_records():
+    import gc
+    import weakref
+
+    from ringscope.tensorflow import _library
+
+    graphs = []
+    for k in range(3):
+        f = tf.function(lambda x, k=k: hvd.allreduce(x, name=f"kept/{k}"))
+        concrete = f.get_concrete_function(tf.TensorSpec([4], tf.float32))
+        graphs.append(weakref.ref(concrete.graph))
+        del f, concrete
+    gc.collect()
+    alive = [g for g in graphs if g() is not None]
+    assert not alive, f"{len(alive)} of 3 traced graphs still alive"
+    assert all(g() is None or g() not in _library._collectives_of for g in graphs)
+
+
 finish()

@@ -127,6 +127,15 @@ def broadcast_and_allgather_move_bools_and_small_integers():
         every = hvd.allgather(value, name=f"gather/{dtype.name}")
         assert every.dtype == dtype
         assert every.numpy().tolist() == [[r + 3, r + 100] for r in range(N)], every
+        # alltoall too: row d of every rank goes to rank d.
+        rows = tf.constant([[R * 10 + d, -d if dtype != tf.uint16 else d] for d in range(N)],
+                           dtype)
+        got, received = hvd.alltoall(rows, name=f"a2a/{dtype.name}")
+        assert got.dtype == dtype and received.numpy().tolist() == [1] * N
+        assert got.numpy().tolist() == [[r * 10 + R, -R if dtype != tf.uint16 else R]
+                                        for r in range(N)], got
+    flags, _ = hvd.alltoall(tf.constant([d % 2 == 0 for d in range(N)]), name="a2a/bool")
+    assert flags.dtype == tf.bool and flags.numpy().tolist() == [R % 2 == 0] * N
     assert hvd.is_homogeneous()  # every rank on this one host
     assert hvd.allreduce(tf.ones([2]), name="ignore.scope", ignore_name_scope=True).shape == [2]
 

@@ -67,6 +67,15 @@ tf::Status to_tf_status(const ringscope::Status& s) {
       return tf::errors::Aborted(msg);
     case ringscope::StatusCode::kOutOfMemory:
       return tf::errors::ResourceExhausted(msg);
+    // A dead peer is what recovery code catches (UnavailableError), as it
+    // does for TensorFlow's own collectives; Internal says "a bug".
+    case ringscope::StatusCode::kPeerFailure:
+    case ringscope::StatusCode::kIoError:
+      return tf::errors::Unavailable(msg);
+    case ringscope::StatusCode::kUnimplemented:
+      return tf::errors::Unimplemented(msg);
+    case ringscope::StatusCode::kCorrupt:
+      return tf::errors::DataLoss(msg);
     default:
       return tf::errors::Internal(msg);
   }

@@ -333,9 +333,12 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
         splits = tf.zeros([0], tf.int32)
     else:
         splits = tf.reshape(tf.cast(splits, tf.int32), [-1])
+    # bool and 8/16-bit integers travel as bytes: a bitcast only adds a
+    # trailing dimension, so the splits over dim 0 still hold.
+    moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
     output, received_splits = _ops.ringscope_alltoall(
-        tensor, splits, tensor_name=_auto_name("alltoall", name))
-    return output, received_splits
+        moved, splits, tensor_name=_auto_name("alltoall", name))
+    return back(output), received_splits
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):

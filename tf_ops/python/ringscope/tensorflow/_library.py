@@ -40,7 +40,10 @@ c = ctypes.CDLL(LIBRARY_PATH, mode=ctypes.RTLD_GLOBAL)
 
 _COLLECTIVES = ("ringscope_allreduce", "ringscope_allgather", "ringscope_reducescatter",
                 "ringscope_alltoall", "ringscope_broadcast")
+# Per graph, by op *name*: an op holds its graph, so a value holding ops
+# would keep every traced graph alive.
 _last_op_named = weakref.WeakKeyDictionary()  # graph -> {tensor name: its last collective}
+_collectives_of = weakref.WeakKeyDictionary()  # graph -> its collectives, in program order
 
 
 def _refuse_inside_xla(kind, name):
@@ -73,11 +76,25 @@ def _run_independently(out, name):
     if manager is None:  # a graph outside tf.function: TensorFlow's own rules
         return
     manager.run_independently(op)
+    _collectives_of.setdefault(op.graph, []).append(op.name)
     if name:
         last = _last_op_named.setdefault(op.graph, {})
         if name in last:
-            op._add_control_input(last[name])  # pylint: disable=protected-access
-        last[name] = op
+            op._add_control_input(  # pylint: disable=protected-access
+                op.graph.get_operation_by_name(last[name]))
+        last[name] = op.name
+
+
+def _after_collectives(out):
+    """In a tf.function: join() runs after this rank's collectives built
+    before it in the same function. Those are independent of program order
+    (above), so without this the join could reach the runtime first and the
+    other ranks would complete them with this rank's stand-in zeros."""
+    if tf.executing_eagerly():
+        return
+    op = out.op
+    for name in _collectives_of.get(op.graph, ()):
+        op._add_control_input(op.graph.get_operation_by_name(name))  # pylint: disable=protected-access
 
 
 class _Ops:
@@ -94,6 +111,14 @@ class _Ops:
                 _refuse_inside_xla(_kind, kwargs.get("tensor_name", ""))
                 out = raw(*args, **kwargs)
                 _run_independently(out, kwargs.get("tensor_name", ""))
+                return out
+        elif attr == "ringscope_join":
+            raw = fn
+
+            def fn(*args, **kwargs):
+                _refuse_inside_xla("ringscope_join", "join")
+                out = raw(*args, **kwargs)
+                _after_collectives(out)
                 return out
 
         setattr(self, attr, fn)
