@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <tuple>
 
 #include "settings_file.h"
@@ -104,7 +105,14 @@ Status horovodrun_mpirun_words(const LaunchOptions& options, std::vector<std::st
     std::ifstream in(file);
     if (!in || std::filesystem::is_directory(file))
       return Status(StatusCode::kIoError, "--ssh-identity-file '" + file + "' cannot be read");
-    rsh_args += (rsh_args.empty() ? "" : " ") + std::string("-i ") + file;
+    // Absolute: Open MPI's daemons may start further daemons from other
+    // nodes (tree spawn), whose ssh would look for a relative key there.
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+    const std::string full = absolute.lexically_normal().string();
+    // (A folder with blanks keeps the path as given: Open MPI splits at them.)
+    rsh_args += (rsh_args.empty() ? "" : " ") + std::string("-i ") +
+                (ec || full.find(' ') != std::string::npos ? file : full);
   }
   if (!rsh_args.empty()) out.insert(out.end(), {"--mca", "plm_rsh_args", rsh_args});
   *words = std::move(out);
@@ -245,7 +253,13 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
                     std::string(timeline ? "--timeline-filename" : "--trace") +
                         " needs a path, e.g. runs/a.sqlite");
     if (timeline) path = trace_base_for_horovod_timeline(path);
-    assign(&out, "RINGSCOPE_TRACE", std::filesystem::absolute(path).string());
+    std::error_code ec;
+    const std::filesystem::path full = std::filesystem::absolute(path, ec);
+    if (ec)  // the working folder was deleted, say
+      return Status(StatusCode::kInvalidArgument,
+                    std::string(timeline ? "--timeline-filename" : "--trace") + " '" + path +
+                        "': cannot make it absolute (" + ec.message() + ")");
+    assign(&out, "RINGSCOPE_TRACE", full.string());
   }
   if (options.disable_cache) {
     if (options.cache_capacity)
@@ -347,6 +361,14 @@ Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root
   if (options.command.empty())
     return Status(StatusCode::kInvalidArgument,
                   "no training command given (e.g. ringscope run -np 2 -- python train.py)");
+  // mpirun reads a bare ':' as the start of another program (MPMD), with no
+  // way to escape it: the command would be cut there and its rest run as a
+  // second program.
+  if (std::find(options.command.begin() + 1, options.command.end(), ":") != options.command.end())
+    return Status(StatusCode::kInvalidArgument,
+                  "the training command has a bare ':' word, which mpirun takes as the start of "
+                  "another program; write it differently (e.g. --sep=: or ':' inside a longer "
+                  "word)");
   std::vector<std::string> mpi_args;
   s = horovodrun_mpirun_words(options, &mpi_args);
   if (!s.ok()) return s;
@@ -354,6 +376,20 @@ Status plan_launch(const LaunchOptions& options, const EnvMap& env, bool as_root
     std::vector<std::string> extra;
     s = split_shell_words(*options.mpi_args, &extra);
     if (!s.ok()) return Status(StatusCode::kInvalidArgument, "--mpi-args: " + s.message());
+    // mpirun refuses an MCA parameter given twice ("can only be listed
+    // once"): one the user sets in --mpi-args replaces the launcher's.
+    std::set<std::string> user_mca;
+    for (size_t i = 0; i + 1 < extra.size(); ++i)
+      if (extra[i] == "--mca" || extra[i] == "-mca") user_mca.insert(extra[i + 1]);
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < mpi_args.size(); ++i) {
+      if (mpi_args[i] == "--mca" && i + 2 < mpi_args.size() && user_mca.count(mpi_args[i + 1])) {
+        i += 2;  // the launcher's --mca NAME VALUE
+        continue;
+      }
+      kept.push_back(mpi_args[i]);
+    }
+    mpi_args = std::move(kept);
     mpi_args.insert(mpi_args.end(), extra.begin(), extra.end());
   }
   LaunchPlan result;

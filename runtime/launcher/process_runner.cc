@@ -54,10 +54,12 @@ Status kill_after_seconds(double* out) {
 // no longer reach waits forever, and it ignores the signal) is killed.
 pid_t wait_for_child(pid_t pid, int* status, double limit) {
   pid_t done;
-  do {
+  // A signal that came before this wait (delivered when it was unblocked)
+  // has already set the flag: go straight to the bounded wait.
+  while (!g_stop_requested) {
     done = waitpid(pid, status, 0);
-  } while (done < 0 && errno == EINTR && !g_stop_requested);
-  if (done >= 0 || errno != EINTR) return done;
+    if (done >= 0 || errno != EINTR) return done;
+  }
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     done = waitpid(pid, status, WNOHANG);

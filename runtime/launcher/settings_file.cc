@@ -120,7 +120,15 @@ Status parse_settings_json(const std::string& text, const std::string& source, S
   // silently turned fusion off.
   std::vector<std::set<std::string>> keys_seen;
   std::string duplicate;
-  auto no_duplicates = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+  // Deeper nesting than any settings file has (its provenance is copied
+  // and printed recursively: 200,000 levels overflowed the stack).
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  auto no_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth > kMaxDepth) {
+      too_deep = true;
+      return false;  // not kept
+    }
     if (event == json::parse_event_t::object_start) {
       keys_seen.emplace_back();
     } else if (event == json::parse_event_t::object_end && !keys_seen.empty()) {
@@ -136,6 +144,8 @@ Status parse_settings_json(const std::string& text, const std::string& source, S
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     return corrupt(source, std::string("not valid JSON: ") + e.what());
   }
+  if (too_deep)
+    return corrupt(source, "nested more than " + std::to_string(kMaxDepth) + " levels deep");
   if (!duplicate.empty())
     return corrupt(source,
                    "\"" + duplicate + "\" appears twice in one object (which one is meant?)");

@@ -291,6 +291,23 @@ TEST_CASE("plan: horovodrun's flags become our variables and mpirun's words", "[
   REQUIRE(tail.size() > want.size());
   CHECK(Words(tail.begin(), tail.begin() + static_cast<long>(want.size())) == want);
 
+  // A bare ':' would start a second program in mpirun.
+  LaunchOptions colon = basic();
+  colon.command = {"echo", "label", ":", "value"};
+  CHECK(contains(plan_error(colon), "bare ':'"));
+  colon.command = {"echo", "--sep=:"};
+  (void)plan_ok(colon);
+
+  // An MCA parameter set in --mpi-args replaces the launcher's (mpirun
+  // refuses one listed twice).
+  o.mpi_args = "--mca plm_rsh_args '-p 2200' -mca btl_tcp_if_include ib0";
+  plan = plan_ok(o);
+  for (const std::string& param : {"plm_rsh_args", "btl_tcp_if_include"})
+    CHECK(std::count(plan.argv.begin(), plan.argv.end(), param) == 1);
+  CHECK(has_pair(plan.argv, "plm_rsh_args", "-p 2200"));
+  CHECK(has_pair(plan.argv, "btl_tcp_if_include", "ib0"));
+  CHECK(has_pair(plan.argv, "oob_tcp_if_include", "eth0,ib0"));  // not overridden: kept
+
   LaunchOptions quiet = basic();
   quiet.no_stall_check = true;
   quiet.timeline_path = "tl";  // no .json: kept

@@ -98,6 +98,14 @@ TEST_CASE("settings file: malformed JSON and wrong format", "[settings_file]") {
                                          "fusion_threshold_bytes": 0)"),
                            StatusCode::kCorrupt),
                  "\"fusion_threshold_bytes\" appears twice"));
+  // Nesting deeper than any settings file has (200,000 levels crashed the
+  // recursive copy of the provenance).
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK(contains(error_for(file_with(R"("fusion_threshold_bytes": 0, "cycle_time_ms": 2.5,
+                                         "cache_enabled": true)",
+                                     ", \"provenance\": " + deep),
+                           StatusCode::kCorrupt),
+                 "nested more than 64 levels deep"));
   // The same key in different objects is fine.
   SettingsFile ok;
   CHECK(parse(file_with(R"("fusion_threshold_bytes": 0, "cycle_time_ms": 2.5,
