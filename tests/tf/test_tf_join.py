@@ -86,6 +86,31 @@ def join_in_a_function_runs_after_its_collectives():
 
 
 @test
+def join_in_a_cond_waits_for_the_outer_collectives():
+    # The join is built in the cond's branch graph, the allreduce in the
+    # function's: the cond op itself must wait for the allreduce.
+    @tf.function
+    def last_step(x, last):
+        y = hvd.allreduce(x, op=hvd.Sum, name="cond_step/s")
+        return y, tf.cond(last, hvd.join, lambda: tf.constant(-1))
+
+    graph = last_step.get_concrete_function(
+        tf.TensorSpec([1000], tf.float32), tf.TensorSpec([], tf.bool)).graph
+    conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert conds and all("RingscopeAllreduce" in [c.type for c in op.control_inputs]
+                         for op in conds), [[c.type for c in op.control_inputs] for op in conds]
+    x = tf.fill([1000], float(R + 1))
+    want = np.full([1000], float(sum(r + 1 for r in range(N))))
+    for _ in range(3):
+        if R == 0:
+            y, _ = last_step(x, tf.constant(True))
+        else:
+            y = hvd.allreduce(x, op=hvd.Sum, name="cond_step/s")
+            hvd.join()
+        assert_close(y.numpy(), want, tf.float32)
+
+
+@test
 def traced_functions_are_not_kept_alive_by_the_op_records():
     import gc
     import weakref

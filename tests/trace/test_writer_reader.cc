@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ringscope/trace_reader.h"
+#include "ringscope/trace_tools.h"
 #include "ringscope/trace_writer.h"
 #include "trace_test_util.h"
 
@@ -313,6 +314,13 @@ TEST_CASE("autotune trial and decision marks are stored, in SQL and through the 
   CHECK(count("kind = 26 AND step = -1") == 2);
   CHECK(count("kind = 26 AND step >= 0") == 3);
   CHECK(count("kind = 10 AND step IS NULL") == 1);
+  sqlite3_close(db);
+  // A merged file keeps them too.
+  const std::string merged = dir.file("tune.merged.sqlite");
+  REQUIRE(merge_traces({path}, merged).ok());
+  REQUIRE(sqlite3_open(merged.c_str(), &db) == SQLITE_OK);
+  CHECK(count("kind = 26 AND step = -2") == 1);
+  CHECK(count("kind = 26 AND step = -1") == 2);
   sqlite3_close(db);
 
   TraceReader reader;

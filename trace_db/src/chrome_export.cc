@@ -62,7 +62,7 @@ void write_args(std::string& b, const TraceEvent& e) {
   if (e.value != 0) field("value", e.value);
   if (e.peer_send >= 0) field("peer_send", e.peer_send);
   if (e.peer_recv >= 0) field("peer_recv", e.peer_recv);
-  if (e.step >= 0) field("step", e.step);
+  if (has_step(e)) field("step", e.step);
   if (e.aux != 0) field("aux", e.aux);
   b += '}';
 }

@@ -105,7 +105,7 @@ Status copy_events(sqlite3* db, const TraceReader& reader, int64_t* copied) {
       insert.bind(10, e.value);
       insert.bind_optional(11, e.peer_send, e.peer_send >= 0);
       insert.bind_optional(12, e.peer_recv, e.peer_recv >= 0);
-      insert.bind_optional(13, e.step, e.step >= 0);
+      insert.bind_optional(13, e.step, has_step(e));
       insert.bind(14, e.aux);
       insert.bind(15, e.thread);
       insert.bind(16, tie);

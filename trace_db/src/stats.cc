@@ -181,8 +181,7 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
   // drift by tens of ms over a long run, which shows up as lateness.
   const RankInfo* rank0 = reader.rank_info(0);
   for (const RankInfo& info : reader.ranks())
-    if (rank0 && info.rank != 0 && info.hostname != rank0->hostname && !info.clock_aligned &&
-        !info.has_end_offset)
+    if (rank0 && info.rank != 0 && info.hostname != rank0->hostname && !info.has_end_offset)
       out << "note: rank " << info.rank << " (host " << info.hostname
           << ") has no clock measurement at the end of its trace (stopped early or killed): "
              "its drift from rank 0's clock is not corrected\n";

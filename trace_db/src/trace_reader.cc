@@ -43,7 +43,9 @@ int64_t RankInfo::to_rank0(int64_t local_ns) const {
 }
 
 int64_t RankInfo::clock_uncertainty_ns() const {
-  if (rank == 0 || clock_aligned) return 0;
+  // Also where clock_aligned: a merged file's times are aligned with the
+  // offset measured then, and keep its error.
+  if (rank == 0) return 0;
   const int64_t rtt = std::max(clock_rtt_ns, has_end_offset ? clock_rtt_end_ns : int64_t{-1});
   return rtt > 0 ? rtt / 2 : 0;
 }

@@ -56,10 +56,7 @@ void bind_event(sql::Stmt& stmt, int base, int rank, const TraceEvent& e) {
   stmt.bind(base + 9, e.value);
   stmt.bind_optional(base + 10, e.peer_send, e.peer_send >= 0);
   stmt.bind_optional(base + 11, e.peer_recv, e.peer_recv >= 0);
-  // AUTOTUNE_TRIAL marks a whole trial -1 and the decision -2 (docs/
-  // autotune.md): kept, where elsewhere a negative step means none.
-  stmt.bind_optional(base + 12, e.step,
-                     e.step >= 0 || e.kind == static_cast<uint16_t>(EventKind::kAutotuneTrial));
+  stmt.bind_optional(base + 12, e.step, has_step(e));
   stmt.bind(base + 13, e.aux);
   stmt.bind(base + 14, e.thread);
 }

@@ -96,4 +96,10 @@ struct TraceEvent {
 };
 static_assert(sizeof(TraceEvent) == 72, "TraceEvent layout is part of the ABI");
 
+// Whether `step` is a value to store: a negative step means none, except in
+// AUTOTUNE_TRIAL events, where -1 marks a whole trial and -2 the decision.
+inline bool has_step(const TraceEvent& e) {
+  return e.step >= 0 || e.kind == static_cast<uint16_t>(EventKind::kAutotuneTrial);
+}
+
 }  // namespace ringscope

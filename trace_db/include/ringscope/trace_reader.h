@@ -42,7 +42,8 @@ struct RankInfo {
 
   int64_t to_rank0(int64_t local_ns) const;  // identity when clock_aligned
   // How far its times may be off rank 0's: half the longest round trip of
-  // its clock measurements (0 for rank 0, an aligned clock, or none known).
+  // its clock measurements (0 for rank 0 or none known; a merged file's
+  // aligned times keep the error of the offsets they were aligned with).
   // Two ranks' readiness closer than the sum of theirs cannot be ordered.
   int64_t clock_uncertainty_ns() const;
   int64_t to_local(int64_t rank0_ns) const;  // inverse of to_rank0

@@ -85,16 +85,21 @@ def _run_independently(out, name):
         last[name] = op.name
 
 
-def _after_collectives(out):
-    """In a tf.function: join() runs after this rank's collectives built
-    before it in the same function. Those are independent of program order
-    (above), so without this the join could reach the runtime first and the
-    other ranks would complete them with this rank's stand-in zeros."""
+def _collectives_before():
+    """In a tf.function: the collectives built so far in this graph and the
+    graphs it is nested in (a join inside tf.cond or an inner function), for
+    join() to run after. They are independent of program order (above), so
+    without this the join could reach the runtime first and the other ranks
+    would complete them with this rank's stand-in zeros. Ops of an outer
+    graph become control captures: the cond or call op waits for them."""
     if tf.executing_eagerly():
-        return
-    op = out.op
-    for name in _collectives_of.get(op.graph, ()):
-        op._add_control_input(op.graph.get_operation_by_name(name))  # pylint: disable=protected-access
+        return []
+    ops = []
+    graph = tf.compat.v1.get_default_graph()
+    while graph is not None:
+        ops += [graph.get_operation_by_name(n) for n in _collectives_of.get(graph, ())]
+        graph = getattr(graph, "outer_graph", None)
+    return ops
 
 
 class _Ops:
@@ -117,9 +122,8 @@ class _Ops:
 
             def fn(*args, **kwargs):
                 _refuse_inside_xla("ringscope_join", "join")
-                out = raw(*args, **kwargs)
-                _after_collectives(out)
-                return out
+                with tf.control_dependencies(_collectives_before()):
+                    return raw(*args, **kwargs)
 
         setattr(self, attr, fn)
         return fn
