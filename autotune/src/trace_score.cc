@@ -103,34 +103,47 @@ std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vecto
   const int per_step_window = std::max(1, options.steps_per_window);
   std::vector<ScoreWindow> windows;
   *by_steps = marks.size() > static_cast<size_t>(per_step_window);
-  const size_t skip = static_cast<size_t>(std::max(0, options.skip_windows));
-  if (steps_used) *steps_used = *by_steps ? per_step_window : 0;
+  // Warm-up windows; widened windows (below) skip as many steps, rounded up.
+  size_t skip = static_cast<size_t>(std::max(0, options.skip_windows));
   if (*by_steps) {
     windows = step_windows(marks, ends, per_step_window);
     // Steps that allreduce nothing (gradient accumulation: every k-th step
     // does) leave empty windows, and the median of a mix of empty and full
     // windows is noise or zero. Widen to k steps, the fewest that leave at
     // most 1 in 10 windows empty, while enough windows remain.
-    auto empty_share = [&](const std::vector<ScoreWindow>& ws) {
+    auto empty_share = [](const std::vector<ScoreWindow>& ws, size_t from) {
       size_t empty = 0, counted = 0;
-      for (size_t i = skip; i < ws.size(); ++i, ++counted) empty += ws[i].bytes == 0;
+      for (size_t i = from; i < ws.size(); ++i, ++counted) empty += ws[i].bytes == 0;
       return counted ? static_cast<double>(empty) / static_cast<double>(counted) : 0.0;
     };
-    for (int k = 2; k <= 16 && empty_share(windows) > 0.1; ++k) {
+    const size_t asked_skip = skip;
+    int k_used = 1;
+    for (int k = 2; k <= 16 && empty_share(windows, skip) > 0.1; ++k) {
       std::vector<ScoreWindow> wider = step_windows(marks, ends, per_step_window * k);
-      if (wider.size() < skip + static_cast<size_t>(std::max(1, options.min_windows))) break;
-      if (empty_share(wider) > 0.1) continue;
+      const size_t wider_skip = (asked_skip + static_cast<size_t>(k) - 1) / static_cast<size_t>(k);
+      if (wider.size() < wider_skip + static_cast<size_t>(std::max(1, options.min_windows))) break;
+      if (empty_share(wider, wider_skip) > 0.1) continue;
       windows = std::move(wider);
-      if (steps_used) *steps_used = per_step_window * k;
+      skip = wider_skip;
+      k_used = k;
     }
+    if (steps_used) *steps_used = per_step_window * k_used;
   } else {
     const int per_window = options.collectives_per_window > 0
                                ? options.collectives_per_window
                                : std::max<int>(1, static_cast<int>(ends.size() / 13));
     windows = collective_windows(ends, per_window);
+    if (steps_used) *steps_used = 0;
   }
   windows.erase(windows.begin(), windows.begin() + std::min(skip, windows.size()));
   return windows;
+}
+
+std::string widened_windows_note(int steps_used, const ScoreOptions& options) {
+  if (steps_used <= std::max(1, options.steps_per_window)) return "";
+  return "windows of " + std::to_string(steps_used) +
+         " steps: with fewer, more than 1 in 10 windows allreduced nothing (steps without an "
+         "allreduce, as with gradient accumulation)";
 }
 
 Status summarize_windows(const std::string& source, TraceScore* out) {
@@ -209,10 +222,8 @@ Status score_trace(const TraceReader& reader, const std::string& source,
   int steps_used = 0;
   std::vector<ScoreWindow> windows =
       cut_windows(ends, marks, options, &out->step_windows, &steps_used);
-  if (out->step_windows && steps_used != std::max(1, options.steps_per_window))
-    out->notes.push_back("windows of " + std::to_string(steps_used) +
-                         " steps: with fewer, more than 1 in 10 windows allreduced nothing "
-                         "(steps without an allreduce, as with gradient accumulation)");
+  if (std::string note = widened_windows_note(steps_used, options); !note.empty())
+    out->notes.push_back(note);
   const size_t skip = static_cast<size_t>(std::max(0, options.skip_windows));
   if (windows.size() < static_cast<size_t>(std::max(1, options.min_windows)))
     return Status(StatusCode::kInvalidArgument,

@@ -438,7 +438,11 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   score.settings_origin = "what-if";
   score.collectives = static_cast<int64_t>(out->ends.size());
   for (const CollectiveEnd& e : out->ends) score.total_bytes += e.bytes;
-  score.windows = cut_windows(out->ends, out->marks, options.score, &score.step_windows);
+  int steps_used = 0;
+  score.windows =
+      cut_windows(out->ends, out->marks, options.score, &score.step_windows, &steps_used);
+  if (std::string note = widened_windows_note(steps_used, options.score); !note.empty())
+    score.notes.push_back(note);
   if (score.windows.size() < static_cast<size_t>(std::max(1, options.score.min_windows)))
     return Status(StatusCode::kInvalidArgument,
                   "replay of '" + run.source + "' under " + settings.to_string() + " gives " +

@@ -24,9 +24,11 @@ int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& v) {
   return total;
 }
 
-std::vector<RankBreakdown> compute_time_breakdown(const std::vector<RankTimeline>& ranks) {
+std::vector<RankBreakdown> compute_time_breakdown(const std::vector<RankTimeline>& ranks,
+                                                  const std::atomic<bool>* cancel) {
   std::vector<RankBreakdown> out;
   for (const RankTimeline& rank : ranks) {
+    if (cancel && cancel->load()) break;
     RankBreakdown b;
     b.rank = rank.info.rank;
     std::vector<std::pair<int64_t, int64_t>> comm, copies, negotiation;

@@ -4,6 +4,8 @@
 // exclusive, so they add up to the traced time. No ImGui.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <vector>
 
@@ -20,6 +22,9 @@ struct RankBreakdown {
 // Total length of the union of [begin, end) intervals (sorted in place).
 int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals);
 
-std::vector<RankBreakdown> compute_time_breakdown(const std::vector<RankTimeline>& ranks);
+// `cancel` (optional): set, the computation stops between ranks and returns
+// what it has (a worker whose trace is being replaced).
+std::vector<RankBreakdown> compute_time_breakdown(const std::vector<RankTimeline>& ranks,
+                                                  const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ringscope::view

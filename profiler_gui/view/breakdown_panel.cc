@@ -39,16 +39,15 @@ const Part* parts() {
 
 void draw_breakdown_panel(const TimelineModel& model, BreakdownCache* cache) {
   if (!cache->valid && !cache->computing.valid())
-    cache->computing = std::async(
-        std::launch::async, [&ranks = model.ranks()] { return compute_time_breakdown(ranks); });
+    cache->computing =
+        std::async(std::launch::async, [&ranks = model.ranks(), cancel = cache->cancel] {
+          return compute_time_breakdown(ranks, cancel.get());
+        });
+  cache->poll();
   if (!cache->valid) {
-    if (cache->computing.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      ImGui::TextDisabled("computing the breakdown of %s events...",
-                          format_count(model.trace().event_count).c_str());
-      return;
-    }
-    cache->ranks = cache->computing.get();
-    cache->valid = true;
+    ImGui::TextDisabled("computing the breakdown of %s events...",
+                        format_count(model.trace().event_count).c_str());
+    return;
   }
   // Legend.
   for (int k = 0; k < 4; ++k) {

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,23 @@ struct BreakdownCache {
   bool valid = false;
   std::vector<RankBreakdown> ranks;
   std::future<std::vector<RankBreakdown>> computing;
+  // Set by reset(): the worker stops at its next rank, so the wait for it
+  // (before its trace goes) is short.
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  // Takes the worker's result when it is ready (every frame, whatever tab
+  // is shown, so a finished worker never keeps the viewer busy).
+  void poll() {
+    if (computing.valid() &&
+        computing.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      ranks = computing.get();
+      valid = true;
+    }
+  }
+  void reset() {
+    cancel->store(true);
+    if (computing.valid()) computing.wait();
+    *this = BreakdownCache();
+  }
 };
 struct CompareCache {
   bool valid = false;

@@ -255,6 +255,7 @@ void Viewer::draw_frame() {
   layout_ = FrameLayout();
   // Every frame, whichever tab is open: a running trial's output keeps flowing.
   tune_session_.poll();
+  breakdown_cache_.poll();
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   // No background: main() clears to the window colour instead, one

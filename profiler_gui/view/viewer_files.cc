@@ -62,7 +62,7 @@ void Viewer::reset_caches() {
   stragglers_cache_ = StragglersTableCache();
   flow_cache_ = RingFlowCache();
   search_cache_ = SearchCache();
-  breakdown_cache_ = BreakdownCache();
+  breakdown_cache_.reset();
   settings_cache_ = SettingsCache();
   compare_cache_ = CompareCache();
 }

@@ -70,9 +70,16 @@ TEST_CASE("a tensor pending across a trace switch is recorded with the new trace
           TensorEntry e = allreduce_entry("a", DataType::kFloat32, {8}, x.data(), x.data());
           e.done = [&](const Status& s) { done.set_value(s); };
           checks.expect(rt.submit(std::move(e)).ok(), "submit");
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // drained under A
+          // Drained under A (its ENQUEUE is there), then two whole cycles
+          // under B before rank 1 submits: the op runs in a B cycle.
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (first.events(EventKind::kEnqueue).empty() &&
+                 std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
           rt.set_recorder(&second);
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          const uint64_t cycles = rt.counters().cycles;
+          while (rt.counters().cycles < cycles + 2 && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
           switched = true;
           checks.expect(done.get_future().get().ok(), "a completes");
         } else {

@@ -90,6 +90,10 @@ std::vector<ScoreWindow> cut_windows(std::vector<CollectiveEnd> ends, std::vecto
                                      const ScoreOptions& options, bool* by_steps,
                                      int* steps_used = nullptr);
 
+// The note a score carries when cut_windows widened its step windows
+// (steps_used above steps_per_window), else "".
+std::string widened_windows_note(int steps_used, const ScoreOptions& options);
+
 // Fills the statistics of out->windows (median, MAD, IQR, step time, log
 // score and its variance). Error: the median window allreduced no bytes.
 Status summarize_windows(const std::string& source, TraceScore* out);
