@@ -54,11 +54,13 @@ Status kill_after_seconds(double* out) {
 // no longer reach waits forever, and it ignores the signal) is killed.
 pid_t wait_for_child(pid_t pid, int* status, double limit) {
   pid_t done;
-  // A signal that came before this wait (delivered when it was unblocked)
-  // has already set the flag: go straight to the bounded wait.
+  // Polled, not a blocking waitpid: a signal landing between a check of the
+  // flag and a blocking wait would leave that wait uninterrupted and the
+  // kill-after timer never started. 20 ms is nothing next to a training run.
   while (!g_stop_requested) {
-    done = waitpid(pid, status, 0);
-    if (done >= 0 || errno != EINTR) return done;
+    done = waitpid(pid, status, WNOHANG);
+    if (done > 0 || (done < 0 && errno != EINTR)) return done;
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const auto start = std::chrono::steady_clock::now();
   for (;;) {

@@ -75,9 +75,11 @@ Status scan_rank(const TraceReader& reader, int rank, bool newer_schema, RankSca
     const CollectiveKey key{e.cycle, e.seq_index};
     // The writer stores each kind in its own lane: anything else was written
     // by something else, or damaged.
-    if (!event_kind_info(e.kind) && newer_schema)
+    if (!event_kind_info(e.kind) && newer_schema) {
       scan->newer_kinds.insert(e.kind);
-    else if (!event_kind_info(e.kind))
+      return true;  // its rules are the newer version's: not checked here
+    }
+    if (!event_kind_info(e.kind))
       reporter->violation("event-kind", "rank " + std::to_string(rank) + ": unknown event kind " +
                                             std::to_string(e.kind) + " at " +
                                             std::to_string(e.start_ns) + " ns");
