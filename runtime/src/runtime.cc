@@ -234,42 +234,6 @@ void Runtime::log(int level, const std::string& message) const {
   std::fprintf(stderr, "[ringscope rank %d] %s\n", topo_.rank, message.c_str());
 }
 
-int32_t Runtime::intern(const std::string& text) {
-  Recorder* rec = cycle_rec_;
-  if (!rec) return -1;
-  if (rec != name_ids_owner_) {  // a new trace: ids of the old one are void
-    name_ids_.clear();
-    name_ids_owner_ = rec;
-  }
-  auto it = name_ids_.find(text);
-  if (it != name_ids_.end()) return it->second;
-  int32_t id = rec->intern(text);
-  name_ids_.emplace(text, id);
-  return id;
-}
-
-void Runtime::stamp(TensorEntry& e) {
-  Recorder* rec = cycle_rec_;
-  if (e.stamped_by != rec) {
-    const int64_t age =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - e.enqueued_at)
-            .count();
-    e.enqueue_ns = rec ? std::max<int64_t>(0, rec->now_ns() - age) : 0;
-    e.stamped_by = rec;
-  }
-  e.name_id = intern(e.req.name);
-}
-
-void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int32_t key) {
-  Recorder* rec = cycle_rec_;
-  if (!rec) return;
-  const int64_t now_ns = rec->now_ns();
-  TraceEvent e = make_event(kind, now_ns, now_ns, cycle_, -1, name_id);
-  e.value = value;
-  e.peer_send = key;
-  rec->record(e);
-}
-
 void Runtime::loop() {
   if (!wait_for_start()) return;  // some rank's loop never started: none runs
   // Default timer slack (50 us) would stretch every short cycle sleep.
