@@ -63,6 +63,21 @@ def uneven_training_joins_then_broadcasts_from_the_last_rank():
         assert np.all(every == every[0]), f"variable {i} differs across ranks"
 
 
+def rank0_joins_after_its_allreduce(last_step, name, rounds):
+    """Rank 0 runs last_step(x) (an allreduce of `name`, then a join, in
+    one function), the others the same two eagerly; every rank's sum must
+    include every rank's x."""
+    x = tf.fill([1000], float(R + 1))
+    want = np.full([1000], float(sum(r + 1 for r in range(N))))
+    for _ in range(rounds):
+        if R == 0:
+            y, _ = last_step(x)
+        else:
+            y = hvd.allreduce(x, op=hvd.Sum, name=name)
+            hvd.join()
+        assert_close(y.numpy(), want, tf.float32)
+
+
 @test
 def join_in_a_function_runs_after_its_collectives():
     # The collectives run independently of program order in a tf.function;
@@ -74,15 +89,7 @@ def join_in_a_function_runs_after_its_collectives():
         y = hvd.allreduce(x, op=hvd.Sum, name="last_step/s")
         return y, hvd.join()
 
-    x = tf.fill([1000], float(R + 1))
-    want = np.full([1000], float(sum(r + 1 for r in range(N))))
-    for _ in range(4):
-        if R == 0:
-            y, _ = last_step(x)
-        else:
-            y = hvd.allreduce(x, op=hvd.Sum, name="last_step/s")
-            hvd.join()
-        assert_close(y.numpy(), want, tf.float32)
+    rank0_joins_after_its_allreduce(last_step, "last_step/s", rounds=4)
 
 
 @test
@@ -99,15 +106,8 @@ def join_in_a_cond_waits_for_the_outer_collectives():
     conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
     assert conds and all("RingscopeAllreduce" in [c.type for c in op.control_inputs]
                          for op in conds), [[c.type for c in op.control_inputs] for op in conds]
-    x = tf.fill([1000], float(R + 1))
-    want = np.full([1000], float(sum(r + 1 for r in range(N))))
-    for _ in range(3):
-        if R == 0:
-            y, _ = last_step(x, tf.constant(True))
-        else:
-            y = hvd.allreduce(x, op=hvd.Sum, name="cond_step/s")
-            hvd.join()
-        assert_close(y.numpy(), want, tf.float32)
+    rank0_joins_after_its_allreduce(lambda x: last_step(x, tf.constant(True)), "cond_step/s",
+                                    rounds=3)
 
 
 @test
