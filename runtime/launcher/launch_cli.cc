@@ -43,6 +43,39 @@ std::vector<std::string> value_flags_of(const CLI::App& app) {
   return names;
 }
 
+// Every flag word of `app`, value flags and boolean flags alike.
+std::vector<std::string> all_flags_of(const CLI::App& app) {
+  std::vector<std::string> names = {"-np", "-hostfile"};
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  return names;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+// "--trace --verbose python t.py": a value flag followed by another of our
+// flags almost always lost its value; CLI11 would take `--verbose` as the
+// trace path. Returns the message, or "" when every value word is a value.
+// `--mpi-args` is exempt (its value is mpirun flags); `--trace=--x` passes.
+std::string flag_taken_as_value(const std::vector<std::string>& words,
+                                const std::vector<std::string>& value_flags,
+                                const std::vector<std::string>& all_flags) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word == "--" || !starts_with(word, "-")) break;  // the command starts here
+    if (!contains(value_flags, word)) continue;          // a boolean flag or --flag=value
+    if (i + 1 < words.size() && word != "--mpi-args" && contains(all_flags, words[i + 1]))
+      return "ringscope run: " + word + " needs a value, but the next word is the flag '" +
+             words[i + 1] + "' (write " + word + "=" + words[i + 1] + " if that is the value)";
+    ++i;  // skip the value word
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::string> normalize_np_flag(const std::vector<std::string>& args,
@@ -59,8 +92,7 @@ std::vector<std::string> normalize_np_flag(const std::vector<std::string>& args,
       if (word == single || word.rfind(std::string(single) + "=", 0) == 0) word.insert(0, 1, '-');
     const size_t eq = word.find('=');
     const std::string flag = word.substr(0, eq);
-    const bool value_flag =
-        std::find(value_flags.begin(), value_flags.end(), flag) != value_flags.end();
+    const bool value_flag = contains(value_flags, flag);
     if (value_flag && eq != std::string::npos && eq + 1 == word.size()) {
       // `--trace=` (an empty variable): an empty value, where CLI11 would
       // take the next word (the command, or another flag) as the value.
@@ -155,7 +187,13 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   app.add_flag("--verbose", o.verbose, "print the mpirun command (shell-quoted) before running");
   app.add_flag("--dry-run", o.dry_run, "print the mpirun command and exit 0 without running");
 
-  std::vector<std::string> words = normalize_np_flag(args, value_flags_of(app));
+  const std::vector<std::string> value_flags = value_flags_of(app);
+  std::vector<std::string> words = normalize_np_flag(args, value_flags);
+  if (const std::string problem = flag_taken_as_value(words, value_flags, all_flags_of(app));
+      !problem.empty()) {
+    err << problem << "\n";
+    return {false, 2};
+  }
   std::vector<const char*> argv = {"ringscope run"};
   for (const std::string& w : words) argv.push_back(w.c_str());
   try {

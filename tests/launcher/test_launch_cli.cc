@@ -189,3 +189,27 @@ TEST_CASE("cli: unknown flags and missing values and help", "[launch_cli]") {
   CHECK(p.out.find("RINGSCOPE_AUTOTUNE_OUTPUT") !=
         std::string::npos);  // --autotune explains itself
 }
+
+TEST_CASE("cli: a value flag followed by another flag lost its value", "[launch_cli]") {
+  Parsed p = parse({"-np", "2", "--trace", "--verbose", "python", "t.py"});
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.outcome.exit_code == 2);
+  CHECK(p.err.find("--trace needs a value, but the next word is the flag '--verbose'") !=
+        std::string::npos);
+  p = parse({"--trace", "-np", "2", "python"});  // -np is ours, in horovodrun's spelling
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.err.find("the flag '-np'") != std::string::npos);
+  p = parse({"-np", "2", "-H", "-i", "key", "python"});  // short flags too
+  CHECK_FALSE(p.outcome.proceed);
+  CHECK(p.err.find("-H needs a value") != std::string::npos);
+
+  // Written with '=', the value is what the user typed; --mpi-args takes mpirun flags.
+  p = parse({"-np", "2", "--trace=--verbose", "--mpi-args", "--bind-to none", "python"});
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.trace_path == "--verbose");
+  CHECK(p.options.mpi_args == "--bind-to none");
+  CHECK_FALSE(p.options.verbose);
+  p = parse({"-np", "2", "--cycle-time-ms", "-1", "python"});  // a value; plan_launch ranges it
+  REQUIRE(p.outcome.proceed);
+  CHECK(p.options.cycle_time_ms == "-1");
+}
