@@ -2,6 +2,7 @@
 // bfloat16 types and their conversions; loops are written so the compiler
 // vectorises the 32/64-bit cases.
 #include "dtype_ops.h"
+#include "integer_scale.h"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -127,15 +128,16 @@ struct Scale {
 };
 
 // One element times factor, rounded as every scaling kernel rounds it:
-// floats in their own type, integers in double (truncated) or divided exactly
-// (see Scale), 16-bit floats in float32.
+// floats in their own type, integers in double (snapped to an integer a few
+// ulps away, then truncated) or divided exactly (see Scale), 16-bit floats in
+// float32.
 template <typename T>
 T scale_one(T v, const Scale& s) {
   if constexpr (std::is_floating_point_v<T>) {
     return v * static_cast<T>(s.factor);
   } else if constexpr (std::is_integral_v<T>) {
     if (s.divisor > 0) return static_cast<T>(static_cast<int64_t>(v) / s.divisor);
-    return to_integer_saturating<T>(static_cast<double>(v) * s.factor);
+    return to_integer_saturating<T>(snap_near_integer(static_cast<double>(v) * s.factor));
   } else {  // Eigen::half / Eigen::bfloat16
     return T(static_cast<float>(v) * static_cast<float>(s.factor));
   }

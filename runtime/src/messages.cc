@@ -40,6 +40,11 @@ class Reader {
     return true;
   }
   bool count(uint32_t* n) { return get(n) && *n <= kMaxCount; }
+  // A count of entries at least `min_each` bytes long that the rest of the
+  // message can hold: a corrupt count is refused before anything is allocated.
+  bool count(uint32_t* n, size_t min_each) {
+    return count(n) && size_t{*n} * min_each <= b_.size() - pos_;
+  }
   bool str(std::string* s) {
     uint32_t n;
     if (!count(&n) || pos_ + n > b_.size()) return false;
@@ -60,6 +65,11 @@ class Reader {
   const std::vector<uint8_t>& b_;
   size_t pos_ = 0;
 };
+
+// The fewest bytes an encoded request and response take (empty name, shape
+// and lists), for Reader::count's check.
+constexpr size_t kMinRequestBytes = 4 + 3 + 4 + 8 + 8 + 4 + 4;
+constexpr size_t kMinResponseBytes = 1 + kMinRequestBytes + 4 + 4;
 
 void put_request(Writer& w, const Request& r) {
   w.str(r.name);
@@ -162,12 +172,12 @@ Status decode(const std::vector<uint8_t>& bytes, RequestList* out) {
   Reader rd(bytes);
   uint8_t magic;
   uint32_t n;
-  if (!rd.get(&magic) || magic != kRequestMagic || !rd.count(&n))
+  if (!rd.get(&magic) || magic != kRequestMagic || !rd.count(&n, kMinRequestBytes))
     return malformed("request header");
   out->requests.resize(n);
   for (Request& r : out->requests)
     if (!get_request(rd, &r)) return malformed("request");
-  if (!rd.count(&n)) return malformed("pending count");
+  if (!rd.count(&n, 4 + sizeof(out->pending_age_ms[0]))) return malformed("pending count");
   out->pending_names.resize(n);
   out->pending_age_ms.resize(n);
   for (uint32_t i = 0; i < n; ++i)
@@ -184,7 +194,7 @@ Status decode(const std::vector<uint8_t>& bytes, ResponseList* out) {
   Reader rd(bytes);
   uint8_t magic, abort;
   uint32_t n;
-  if (!rd.get(&magic) || magic != kResponseMagic || !rd.count(&n))
+  if (!rd.get(&magic) || magic != kResponseMagic || !rd.count(&n, kMinResponseBytes))
     return malformed("response header");
   out->responses.resize(n);
   for (Response& r : out->responses) {

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <thread>
@@ -300,12 +301,21 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
   if (!s.ok()) return s;
   if (topo_.rank == 0) {
     displs.resize(n);
-    int total = 0;
+    int64_t total = 0;
     for (int r = 0; r < n; ++r) {
-      displs[r] = total;
+      displs[r] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
       total += lens[r];
     }
-    flat.resize(total);
+    // MPI counts and displacements are int. The other ranks' halves of the
+    // gather are left to time out; this rank says why.
+    if (total > INT_MAX)
+      return Status(StatusCode::kInternal,
+                    "the negotiation messages of one cycle total " + std::to_string(total) +
+                        " bytes from " + std::to_string(n) +
+                        " ranks, above the 2 GiB one MPI gather can carry: submit fewer "
+                        "tensors before the first step completes",
+                    topo_.rank);
+    flat.resize(static_cast<size_t>(total));
   }
   s = wait_request(MPI_Igatherv(send.data(), len[0], MPI_BYTE, flat.data(), lens.data(),
                                 displs.data(), MPI_BYTE, 0, comm_, &req),
@@ -319,13 +329,19 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
 }
 
 Status MpiTransport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadline) {
-  std::vector<int> len = {static_cast<int>(data->size())};
+  // A size above MPI's int count goes out as -1, so every rank fails alike.
+  std::vector<int> len = {data->size() > INT_MAX ? -1 : static_cast<int>(data->size())};
   MPI_Request req = MPI_REQUEST_NULL;
   Status s = wait_request(MPI_Ibcast(len.data(), 1, MPI_INT, 0, comm_, &req), &req, deadline,
                           "negotiation broadcast (size)", WaitMode::kControl);
   if (s.code() == StatusCode::kTimeout) leave_to_late_collective(&len);
   if (!s.ok()) return s;
-  data->resize(len[0]);
+  if (len[0] < 0)
+    return Status(StatusCode::kInternal,
+                  "rank 0's response list of one cycle is above the 2 GiB one MPI broadcast can "
+                  "carry: submit fewer tensors (or alltoalls with fewer splits) per step",
+                  topo_.rank);
+  data->resize(static_cast<size_t>(len[0]));
   s = wait_request(MPI_Ibcast(data->data(), len[0], MPI_BYTE, 0, comm_, &req), &req, deadline,
                    "negotiation broadcast (responses)", WaitMode::kControl);
   if (s.code() == StatusCode::kTimeout) leave_to_late_collective(data);

@@ -72,7 +72,15 @@ Status recursive_doubling_allreduce(const CollectiveContext& ctx, void* data, si
       }
       Status s = wait_all(ops, ctx.deadline());
       if (!s.ok()) return s;
-      reduce_into(dtype, op, data, scratch, count);
+      // Both partners add the lower rank's values first: x + y and y + x
+      // differ in the bits of a NaN (+NaN + -NaN is not -NaN + +NaN on
+      // x86), and every rank must end with the same bytes.
+      if (partner < r) {
+        reduce_into(dtype, op, scratch, data, count);
+        std::memcpy(data, scratch, bytes);
+      } else {
+        reduce_into(dtype, op, data, scratch, count);
+      }
       ctx.record_step(EventKind::kRecursiveDoublingStep, start, step, partner, partner,
                       static_cast<int64_t>(bytes));
     }

@@ -214,8 +214,12 @@ Status ResponseExecutor::run_allreduce(const FusionGroup& g, const std::vector<R
   // every rank before the copy-in has touched an output.
   const size_t count = g.bytes / es;
   int64_t algorithm = kAlgorithmRing;
-  const bool native =
-      p.algorithm == CpuAllreduce::kMpi && transport_->has_native_allreduce(t.dtype, count);
+  // MPI_MIN and MPI_MAX drop a NaN (Open MPI compares with < and >), where
+  // ringscope's Min and Max let it win: float Min/Max keep our algorithms.
+  const bool nan_wins = (t.reduce == ReduceOp::kMin || t.reduce == ReduceOp::kMax) &&
+                        (t.dtype == DataType::kFloat32 || t.dtype == DataType::kFloat64);
+  const bool native = p.algorithm == CpuAllreduce::kMpi && !nan_wins &&
+                      transport_->has_native_allreduce(t.dtype, count);
   if (!native && p.algorithm == CpuAllreduce::kAuto) {
     // Small buffers are latency-bound: log2(n) whole-buffer exchanges beat
     // the ring's 2(n-1) steps there. RINGSCOPE_CPU_ALLREDUCE=ring (and the

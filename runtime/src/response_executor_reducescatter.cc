@@ -4,6 +4,7 @@
 // fusion buffer and writes this rank's rows straight into the output,
 // scaled there afterwards (the postscale and the average).
 #include <algorithm>
+#include <cstdint>
 
 #include "dtype_ops.h"
 #include "response_executor.h"
@@ -27,7 +28,8 @@ Status ResponseExecutor::run_reducescatter(size_t index, const Response& r, Tens
   const int64_t start = now();
   auto done = [&] {
     record(p, EventKind::kReducescatter, start, seq, e.name_id, static_cast<int64_t>(count * es),
-           kAlgorithmRing, static_cast<int32_t>(out_count / layout.unit));
+           kAlgorithmRing,  // rows kept; a count beyond int32 is recorded as INT32_MAX
+           static_cast<int32_t>(std::min<size_t>(out_count / layout.unit, INT32_MAX)));
     return Status::OK();
   };
   if (n == 1 || count == 0) {  // nothing crosses a link: the result is the input, scaled

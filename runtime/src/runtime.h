@@ -104,6 +104,7 @@ class Runtime {
   // True where every rank is on this node and negotiation goes through
   // shared memory (docs/design.md, "Shared-memory negotiation").
   bool negotiates_in_shared_memory() const { return shared_control_ != nullptr; }
+  int data_threads() const { return executor_.data_threads(); }  // set at construction
 
   // Counters for tests and benchmarks.
   struct Counters {

@@ -70,6 +70,11 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 int64_t num_elements(const Shape& shape) {
+  // A zero dim first: [2^40, 2^40, 0] has no elements, and multiplying the
+  // others first would overflow (undefined). Sizes that overflow otherwise
+  // are refused at submission (submission_checks.cc).
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

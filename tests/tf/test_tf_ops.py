@@ -54,6 +54,23 @@ def scale_factors():
 
 
 @test
+def scale_factors_reach_the_runtime_as_exact_doubles():
+    # A TensorFlow float attr is 32 bits: float32(0.04) * 25 N is 0.9999 N,
+    # truncated to N - 1 for an int32; float32(1/3) is off by 3e-8 in float64.
+    y = hvd.allreduce(tf.constant([25], tf.int32), op=hvd.Sum, postscale_factor=0.04 / N,
+                      name="exact/int")
+    assert y.numpy().tolist() == [1], y.numpy()
+    x = tf.constant([3.0], tf.float64)
+    y = hvd.allreduce(x, op=hvd.Sum, prescale_factor=1 / 3, name="exact/f64")
+    assert y.numpy()[0] == N * (3.0 * (1 / 3)), y.numpy()
+    try:  # the attr is text now: anything but a finite number is refused
+        hvd._ops.ringscope_allreduce(x, prescale_factor=float("nan"), tensor_name="exact/nan")
+        raise AssertionError("a NaN scale factor was accepted")
+    except (tf.errors.InvalidArgumentError, ValueError) as e:
+        assert "finite" in str(e), e
+
+
+@test
 def allgather_with_different_first_dims():
     for dtype in DTYPES:
         x = tf.cast(tf.fill([R + 1, 3], R), dtype)

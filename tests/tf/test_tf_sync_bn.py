@@ -3,7 +3,8 @@ different sizes (rank r has r + 2 rows); in training the layer's output,
 its moving statistics and the gradients (of every rank's loss together,
 with respect to this rank's inputs and the layer's weights) are those of
 one BatchNormalization over the global batch; at inference it uses the
-moving statistics; a mask weights the statistics; under tf.function too."""
+moving statistics; a mask weights the statistics; under tf.function too;
+a mean of 1e4 beside a spread of 1 keeps its variance (float32)."""
 
 import numpy as np
 import tensorflow as tf
@@ -54,6 +55,22 @@ def training_output_and_moving_statistics_are_the_global_batch():
     # Inference: the moving statistics, no allreduce (rank-local input).
     assert_close(sync(x, training=False).numpy(), plain(x, training=False).numpy(), tf.float32,
                  "inference")
+
+
+@test
+def a_large_mean_next_to_a_small_spread_keeps_its_variance():
+    # E[x^2] - E[x]^2 in float32 (Horovod's formula) gives 0 or 8 here, not ~1-9.
+    sync, plain = layers()
+    shift = np.float32(1e4)
+    sync(tf.constant(batch(R) + shift), training=True)
+    plain(tf.constant(global_batch() + shift), training=True)
+    # Both are float32 sums over values near 1e4 (an ulp there is 1e-3), so
+    # they agree to ~1e-4, not to float32's last bits; the old formula was
+    # off by whole units.
+    np.testing.assert_allclose(sync.moving_variance.numpy(), plain.moving_variance.numpy(),
+                               rtol=1e-3, err_msg="variance beside a mean of 1e4")
+    np.testing.assert_allclose(sync.moving_mean.numpy(), plain.moving_mean.numpy(), rtol=1e-6,
+                               err_msg="mean of 1e4")
 
 
 @test

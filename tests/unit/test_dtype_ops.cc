@@ -75,6 +75,37 @@ TEST_CASE("Min and Max with NaN or signed zeros give the same bytes on every ran
     }
 }
 
+TEST_CASE("an integer scaled by a factor that is not a reciprocal is not truncated one too low",
+          "[scale]") {
+  // Average with a postscale folds both into one factor: postscale * (1/n).
+  // 9 * (10 * (1.0 / 3)) is 29.999999999999996 in double: 29 if truncated.
+  struct Case {
+    int64_t value;
+    double postscale;
+    int n;
+    int64_t want;
+  };
+  for (const Case& c : {Case{9, 10, 3, 30}, Case{55, 3, 11, 15}, Case{17, 3, 17, 3},
+                        Case{-9, 10, 3, -30}, Case{10, 10, 3, 33}, Case{200, 0.3, 1, 60}}) {
+    INFO("value=" << c.value << " postscale=" << c.postscale << " n=" << c.n);
+    const double factor = c.postscale * (1.0 / c.n);
+    int32_t v32 = static_cast<int32_t>(c.value);
+    int64_t v64 = c.value;
+    scale_in_place(DataType::kInt32, &v32, 1, factor);
+    scale_in_place(DataType::kInt64, &v64, 1, factor);
+    CHECK(v32 == c.want);
+    CHECK(v64 == c.want);
+  }
+  // A product that really lies below an integer still truncates: 0.99999 -> 0.
+  int32_t v = 99999;
+  scale_in_place(DataType::kInt32, &v, 1, 1e-5);
+  CHECK(v == 0);
+  // Above 2^48 the fraction is kept as it is and truncated (2^49 + 1) * 0.75.
+  int64_t big = (int64_t{1} << 49) + 1;
+  scale_in_place(DataType::kInt64, &big, 1, 0.75);
+  CHECK(big == ((int64_t{1} << 49) + 1) * 3 / 4);
+}
+
 TEST_CASE("an integer Average of exact multiples is exact at every world size", "[scale]") {
   // 49 * (1.0 / 49) is 0.9999999999999999: truncated, one too low.
   for (int n = 1; n <= 256; ++n)

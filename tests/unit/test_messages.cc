@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #include "messages.h"
 #include "submission_checks.h"
@@ -112,6 +113,30 @@ TEST_CASE("every truncation of a message is rejected, not crashed on", "[message
   CHECK_FALSE(decode(bytes, &out).ok());
   ResponseList wrong_kind;
   CHECK_FALSE(decode(encode(in), &wrong_kind).ok());
+}
+
+TEST_CASE("a corrupt entry count is refused before anything is allocated", "[messages]") {
+  // 2^24 entries announced in a message of a few bytes: decoding them first
+  // would construct gigabytes of empty requests before finding it short.
+  const uint32_t huge = 1u << 24;
+  std::vector<uint8_t> requests = encode(RequestList{});
+  std::memcpy(requests.data() + 1, &huge, sizeof(huge));
+  RequestList rl;
+  CHECK_FALSE(decode(requests, &rl).ok());
+  CHECK(rl.requests.capacity() == 0);
+
+  std::vector<uint8_t> responses = encode(ResponseList{});
+  std::memcpy(responses.data() + 1, &huge, sizeof(huge));
+  ResponseList rsl;
+  CHECK_FALSE(decode(responses, &rsl).ok());
+  CHECK(rsl.responses.capacity() == 0);
+
+  // The pending-name count sits after the (empty) request list.
+  std::vector<uint8_t> pending = encode(RequestList{});
+  std::memcpy(pending.data() + 5, &huge, sizeof(huge));
+  RequestList pl;
+  CHECK_FALSE(decode(pending, &pl).ok());
+  CHECK(pl.pending_names.capacity() == 0);
 }
 
 TEST_CASE("out-of-range enum values are rejected", "[messages]") {

@@ -3,6 +3,8 @@
 // to ringscope under the name given by Python (derived from the TF op or variable name, so traces
 // show names the user recognises) and completes TensorFlow's `done` from ringscope's callback,
 // carrying any error message. Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -121,8 +123,8 @@ class AllreduceOp : public RingscopeKernel {
     OP_REQUIRES(ctx, op >= 0 && op <= 3,
                 tf::errors::InvalidArgument("reduce_op must be 0..3 (Sum, Average, Min, Max)"));
     reduce_op_ = static_cast<ringscope::ReduceOp>(op);
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("prescale_factor", &prescale_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("postscale_factor", &postscale_));
+    OP_REQUIRES_OK(ctx, scale_factor_attr(ctx, "prescale_factor", &prescale_));
+    OP_REQUIRES_OK(ctx, scale_factor_attr(ctx, "postscale_factor", &postscale_));
   }
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     ringscope::DataType dtype;
@@ -139,7 +141,26 @@ class AllreduceOp : public RingscopeKernel {
 
  protected:
   ringscope::ReduceOp reduce_op_ = ringscope::ReduceOp::kSum;
-  float prescale_ = 1.0f, postscale_ = 1.0f;
+  double prescale_ = 1.0, postscale_ = 1.0;
+
+ private:
+  // A scale factor travels as decimal text: a TensorFlow "float" attr holds
+  // 32 bits, and float32(0.04) * 25 truncates to 0 in an int32 Sum, float32
+  // (1/3) is off by 3e-8 for float64 tensors. Python writes repr(float(x)),
+  // which parses back to the same double.
+  static tf::Status scale_factor_attr(tf::OpKernelConstruction* ctx, const char* attr,
+                                      double* out) {
+    std::string text;
+    TF_RETURN_IF_ERROR(ctx->GetAttr(attr, &text));
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+    if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(*out))
+      return tf::errors::InvalidArgument(attr,
+                                         " must be a finite number written as text (as "
+                                         "Python's repr(float(x))), got '",
+                                         text, "'");
+    return tf::Status();
+  }
 };
 
 // The attributes of an allreduce; the output is this rank's rows only.
@@ -325,8 +346,8 @@ RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", local_rank);
 REGISTER_OP("RingscopeAllreduce")
     .Attr(RINGSCOPE_TYPES)
     .Attr("reduce_op: int = 1")
-    .Attr("prescale_factor: float = 1.0")
-    .Attr("postscale_factor: float = 1.0")
+    .Attr("prescale_factor: string = '1.0'")  // text: a float attr is only 32 bits
+    .Attr("postscale_factor: string = '1.0'")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")
@@ -355,8 +376,8 @@ REGISTER_OP("RingscopeAllgather")
 REGISTER_OP("RingscopeReducescatter")
     .Attr(RINGSCOPE_TYPES)
     .Attr("reduce_op: int = 1")
-    .Attr("prescale_factor: float = 1.0")
-    .Attr("postscale_factor: float = 1.0")
+    .Attr("prescale_factor: string = '1.0'")  // text: a float attr is only 32 bits
+    .Attr("postscale_factor: string = '1.0'")
     .Attr("tensor_name: string = ''")
     .Input("tensor: T")
     .Output("output: T")

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "copy_kernels.h"
+#include "integer_scale.h"
 
 namespace ringscope::gpu {
 namespace {
@@ -32,9 +34,14 @@ template <>
 __device__ __forceinline__ float widen<__nv_bfloat16, float>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
+// Integers: snapped as the CPU snaps them (integer_scale.h), then truncated
+// (the conversion saturates, as the CPU's does).
 template <typename T, typename C>
 __device__ __forceinline__ T narrow(C v) {
-  return static_cast<T>(v);
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(snap_near_integer(static_cast<double>(v)));
+  else
+    return static_cast<T>(v);
 }
 template <>
 __device__ __forceinline__ __half narrow<__half, float>(float v) {

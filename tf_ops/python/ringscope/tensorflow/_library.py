@@ -114,6 +114,9 @@ class _Ops:
 
             def fn(*args, _kind=attr, **kwargs):
                 _refuse_inside_xla(_kind, kwargs.get("tensor_name", ""))
+                for key in ("prescale_factor", "postscale_factor"):
+                    if key in kwargs:  # the attrs are text: exact doubles (ringscope_ops.cc)
+                        kwargs[key] = repr(float(kwargs[key]))
                 out = raw(*args, **kwargs)
                 _run_independently(out, kwargs.get("tensor_name", ""))
                 return out

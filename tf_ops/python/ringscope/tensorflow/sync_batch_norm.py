@@ -1,9 +1,11 @@
 """SyncBatchNormalization (Horovod's hvd.SyncBatchNormalization): a Keras
 BatchNormalization whose training-time batch statistics are those of the
 global batch, every rank's batch together, instead of this rank's alone.
-Each call allreduces (Sum) one small tensor per layer, the per-channel sum,
-sum of squares and element count, so ranks may hold batches of different
-sizes; the allreduce's gradient carries the cross-rank terms back. At
+Each call allgathers one small tensor per layer, every rank's per-channel
+element count, mean and sum of squared deviations, combined as a parallel
+variance (numerically as sound as the plain layer's two passes), so ranks
+may hold batches of different sizes; the allgather's gradient carries the
+cross-rank terms back. At
 inference (and with one rank) it is the plain layer. Registered with Keras
 (package "ringscope"), so a saved model loads where ringscope.tensorflow is
 imported."""
@@ -23,28 +25,39 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
         self.supports_jit = False  # its allreduce runs outside XLA
 
     def _moments(self, inputs, mask):
-        from ringscope.tensorflow import Sum, allreduce, size
+        from ringscope.tensorflow import allgather, size
 
         if size() == 1:
             return super()._moments(inputs, mask)
         axes = list(self._reduction_axes)
+        eps = tf.keras.backend.epsilon()
+        # Each rank's count, mean and sum of squared deviations (two passes,
+        # as the plain layer), combined across ranks as Chan et al.'s
+        # parallel variance: E[x^2] - E[x]^2 (Horovod's formula) loses every
+        # digit in float32 when the mean is large next to the spread (mean
+        # 1e4, std 1 gives a variance of 0 or 8).
         if mask is None:
-            shape = tf.shape(inputs)
-            count = tf.cast(tf.reduce_prod(tf.gather(shape, axes)), inputs.dtype)
-            local_sum = tf.reduce_sum(inputs, axis=axes)
-            local_squares = tf.reduce_sum(tf.square(inputs), axis=axes)
+            keep = None
+            count = tf.cast(tf.reduce_prod(tf.gather(tf.shape(inputs), axes)), inputs.dtype)
+            local_sum = tf.reduce_sum(inputs, axis=axes, keepdims=True)
             local_count = tf.fill(tf.shape(local_sum), count)
         else:
             # As the plain layer: masked-out positions are dropped (not
             # multiplied by 0, which would keep a NaN in padding).
             keep = tf.cast(tf.broadcast_to(tf.expand_dims(mask, -1), tf.shape(inputs)), tf.bool)
-            kept = tf.where(keep, inputs, tf.zeros_like(inputs))
-            local_sum = tf.reduce_sum(kept, axis=axes)
-            local_squares = tf.reduce_sum(tf.square(kept), axis=axes)
-            local_count = tf.reduce_sum(tf.cast(keep, inputs.dtype), axis=axes)
-        total = allreduce(tf.stack([local_sum, local_squares, local_count]), op=Sum)
-        count = tf.maximum(total[2], tf.keras.backend.epsilon())
-        mean = total[0] / count
-        # E[x^2] - E[x]^2, as Horovod's layer computes it; never below 0.
-        variance = tf.maximum(total[1] / count - tf.square(mean), 0.0)
-        return mean, variance
+            local_sum = tf.reduce_sum(tf.where(keep, inputs, tf.zeros_like(inputs)), axis=axes,
+                                      keepdims=True)
+            local_count = tf.reduce_sum(tf.cast(keep, inputs.dtype), axis=axes, keepdims=True)
+        local_mean = local_sum / tf.maximum(local_count, eps)
+        deviation = inputs - local_mean
+        if keep is not None:
+            deviation = tf.where(keep, deviation, tf.zeros_like(deviation))
+        local_m2 = tf.reduce_sum(tf.square(deviation), axis=axes, keepdims=True)
+        # One collective: every rank's [count, mean, m2] (its gradient
+        # carries the cross-rank terms back).
+        stats = allgather(tf.expand_dims(tf.stack([local_count, local_mean, local_m2]), 0))
+        counts, means, m2s = stats[:, 0], stats[:, 1], stats[:, 2]
+        total = tf.maximum(tf.reduce_sum(counts, axis=0), eps)
+        mean = tf.reduce_sum(counts * means, axis=0) / total
+        m2 = tf.reduce_sum(m2s, axis=0) + tf.reduce_sum(counts * tf.square(means - mean), axis=0)
+        return tf.squeeze(mean, axis=axes), tf.squeeze(m2 / total, axis=axes)

@@ -1,0 +1,28 @@
+// Rounding of an integer scaled in double, shared by the CPU scaling loops
+// (dtype_ops.cc) and the GPU copy kernels (gpu/copy_kernels.cu), so both
+// truncate the same products to the same integers.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define RINGSCOPE_HOST_DEVICE __host__ __device__
+#else
+#define RINGSCOPE_HOST_DEVICE
+#endif
+
+namespace ringscope {
+
+// `p` (an integer times a factor, in double) before it is truncated toward
+// zero: a product a few ulps from an integer is that integer. The factor and
+// the multiply each round, so 9 * (10 * (1.0 / 3)) is 29.999999999999996 and
+// 49 * (1.0 / 49) is 0.9999999999999999: truncated, one too low. Above 2^48
+// an ulp nears a quarter and the fraction means nothing; p stays as it is.
+RINGSCOPE_HOST_DEVICE inline double snap_near_integer(double p) {
+  const double r = ::nearbyint(p);
+  const double error = ::fabs(p - r);
+  return error <= 4 * DBL_EPSILON * ::fabs(r) && ::fabs(r) < 281474976710656.0 /* 2^48 */ ? r : p;
+}
+
+}  // namespace ringscope
