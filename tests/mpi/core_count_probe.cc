@@ -4,13 +4,19 @@
 // mpirun with every rank on one node and unbound (--bind-to none), so all
 // ranks share one mask: with no argument the expected count is this rank's
 // own mask; with one (e.g. `taskset -c 0 mpirun ... core_count_probe 1`) it
-// is that number. Exit code 0 when every rank agrees.
+// is that number. With `union` (under --bind-to core, each rank its own
+// core) the count is that of the union of every rank's mask, gathered here
+// independently of the runtime's MPI_BOR; exit 77 (skipped) where the masks
+// come out equal and a union would prove nothing. Exit code 0 when every
+// rank agrees.
 #include <mpi.h>
 #include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "mpi_transport.h"
 
@@ -20,7 +26,30 @@ int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int expected = 0;
-  if (argc > 1) {
+  const bool as_union = argc > 1 && std::string(argv[1]) == "union";
+  if (as_union) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    sched_getaffinity(0, sizeof(mine), &mine);
+    std::vector<cpu_set_t> all(static_cast<size_t>(size));
+    MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE,
+                  MPI_COMM_WORLD);
+    cpu_set_t joined;
+    CPU_ZERO(&joined);
+    bool differ = false;
+    for (cpu_set_t& set : all) {
+      CPU_OR(&joined, &joined, &set);
+      differ |= !CPU_EQUAL(&set, &all[0]);
+    }
+    if (!differ) {
+      std::printf("every rank has the same affinity mask: the union is not exercised\n");
+      MPI_Finalize();
+      return 77;
+    }
+    expected = CPU_COUNT(&joined);
+  } else if (argc > 1) {
     expected = std::atoi(argv[1]);
   } else {
     cpu_set_t set;

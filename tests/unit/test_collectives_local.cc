@@ -27,6 +27,11 @@ using namespace ringscope::testing;
 
 namespace {
 CollectiveContext context(Transport& t, HostBuffer& scratch) { return test_context(t, scratch); }
+
+// The algorithms combine an Average as a Sum (the executor scales after).
+constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
+                                 ReduceOp::kMax};
+ReduceOp as_combined(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 }  // namespace
 
 TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {
@@ -34,15 +39,14 @@ TEST_CASE("ring allreduce matches the reference", "[ring][allreduce]") {
   for (int n : {1, 2, 3, 5, 8})
     for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{97}, size_t{10007}})
       for (DataType t : all_dtypes())
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+        for (ReduceOp op : kEveryOp) {
           run_ranks(n, [&](int r, Transport& tr) {
             HostBuffer scratch;
             std::vector<uint8_t> buf = make_input(t, r, count);
             Status s = ring_allreduce(context(tr, scratch), buf.data(), count, t, op);
             checks.expect(s.ok(), s.to_string());
             for (size_t i = 0; i < count; ++i) {
-              double want =
-                  expected_allreduce(t, op, n, i, 1, 1) * (op == ReduceOp::kAverage ? n : 1);
+              double want = expected_allreduce(t, as_combined(op), n, i, 1, 1);
               double got = get_element(t, buf.data(), i);
               if (std::abs(got - want) > tolerance(t, want)) {
                 checks.expect(false, std::string(dtype_name(t)) + " " + reduce_op_name(op) + " n=" +
@@ -69,7 +73,7 @@ void check_identical_allreduce(const char* name, Allreduce allreduce, std::vecto
   for (int n : sizes)
     for (size_t count : counts)
       for (DataType t : all_dtypes())
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+        for (ReduceOp op : kEveryOp) {
           std::vector<std::vector<uint8_t>> results(n);
           run_ranks(n, [&](int r, Transport& tr) {
             HostBuffer scratch;
@@ -77,7 +81,7 @@ void check_identical_allreduce(const char* name, Allreduce allreduce, std::vecto
             Status s = allreduce(context(tr, scratch), buf.data(), count, t, op);
             checks.expect(s.ok(), s.to_string());
             for (size_t i = 0; i < count; ++i) {
-              double want = expected_allreduce(t, op, n, i, 1, 1);
+              double want = expected_allreduce(t, as_combined(op), n, i, 1, 1);
               double got = get_element(t, buf.data(), i);
               if (std::abs(got - want) > tolerance(t, want)) {
                 checks.expect(false,
@@ -315,26 +319,26 @@ TEST_CASE("shared-memory allreduce sums float16 and bfloat16 in float32, roundin
   // 1 + e + e with e half a unit in the last place at 1.0: rounded after
   // each add it stays 1 (ties to even), accumulated in float32 it is 1 + 2e.
   for (auto [dtype, e] :
-       {std::pair{DataType::kFloat16, 1.0 / 2048}, std::pair{DataType::kBFloat16, 1.0 / 256}}) {
-    const int n = 3;
-    const size_t count = 1000;  // every rank owns a slice
-    std::vector<std::vector<uint8_t>> bufs(n);
-    run_ranks(n, [&](int r, Transport& tr) {
-      bufs[r].assign(count * dtype_size(dtype), 0);
-      const double v = r == 0 ? 1.0 : e;
-      for (size_t i = 0; i < count; ++i) set_element(dtype, bufs[r].data(), i, v);
-      HostBuffer scratch;
-      Status s =
-          shared_allreduce(context(tr, scratch), bufs[r].data(), count, dtype, ReduceOp::kSum);
-      if (!s.ok()) bufs[r].clear();
-    });
-    for (int r = 0; r < n; ++r) {
-      INFO(dtype_name(dtype) << " rank " << r);
-      REQUIRE(bufs[r].size() == count * dtype_size(dtype));
-      for (size_t i : {size_t{0}, size_t{500}, count - 1})
-        CHECK(get_element(dtype, bufs[r].data(), i) == 1.0 + 2 * e);
+       {std::pair{DataType::kFloat16, 1.0 / 2048}, std::pair{DataType::kBFloat16, 1.0 / 256}})
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {  // Average accumulates alike
+      const int n = 3;
+      const size_t count = 1000;  // every rank owns a slice
+      std::vector<std::vector<uint8_t>> bufs(n);
+      run_ranks(n, [&](int r, Transport& tr) {
+        bufs[r].assign(count * dtype_size(dtype), 0);
+        const double v = r == 0 ? 1.0 : e;
+        for (size_t i = 0; i < count; ++i) set_element(dtype, bufs[r].data(), i, v);
+        HostBuffer scratch;
+        Status s = shared_allreduce(context(tr, scratch), bufs[r].data(), count, dtype, op);
+        if (!s.ok()) bufs[r].clear();
+      });
+      for (int r = 0; r < n; ++r) {
+        INFO(dtype_name(dtype) << " " << reduce_op_name(op) << " rank " << r);
+        REQUIRE(bufs[r].size() == count * dtype_size(dtype));
+        for (size_t i : {size_t{0}, size_t{500}, count - 1})
+          CHECK(get_element(dtype, bufs[r].data(), i) == 1.0 + 2 * e);
+      }
     }
-  }
 }
 
 TEST_CASE("shared-memory allreduce: a rank that never arrives is a timeout, not a hang",

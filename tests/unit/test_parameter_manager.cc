@@ -138,14 +138,27 @@ TEST_CASE("autotune never settles measurably worse than the defaults", "[autotun
     return 1e9 * std::exp(-dt * dt / 8.0 - dc * dc / 0.3) * (s.cache_enabled ? 1.0 : 0.8);
   };
   const double noise = 0.05;
-  for (const ScoreFunction& f : {flat, at_defaults}) {
+  {
+    // Peaked: the choice scores within noise of the defaults. Per-window
+    // noise is ~noise/sqrt(10 cycles); three sigmas of the raw noise.
     ParameterManager pm(test_options(), Settings{}, true);
-    simulate(pm, f, noise, 20000, 7);
+    simulate(pm, at_defaults, noise, 20000, 7);
     REQUIRE(pm.done());
     const Settings chosen = pm.trials().at(pm.best_trial()).settings;
     INFO(describe_settings(chosen) << ": " << pm.stop_reason());
-    // Per-window noise is ~noise/sqrt(10 cycles); allow three sigmas of it.
-    CHECK(f(chosen) >= f(Settings{}) * (1 - 3 * noise));
+    CHECK(at_defaults(chosen) >= at_defaults(Settings{}) * (1 - 3 * noise));
+  }
+  {
+    // Flat: whatever it keeps is as good, so what it may get wrong is the
+    // report: the gain it claims over the defaults is noise (a trial's
+    // median spreads ~1.6%; 15% is nine of those).
+    ParameterManager pm(test_options(), Settings{}, true);
+    simulate(pm, flat, noise, 20000, 7);
+    REQUIRE(pm.done());
+    INFO(pm.provenance_json());
+    const nlohmann::json p = nlohmann::json::parse(pm.provenance_json());
+    REQUIRE(p.contains("measured_gain_vs_default_percent"));
+    CHECK(std::abs(p["measured_gain_vs_default_percent"].get<double>()) < 100 * 3 * noise);
   }
 }
 

@@ -68,13 +68,11 @@ int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* check
             for (size_t k = 0; k < counts.size(); ++k) {
               Status s = done[k].get_future().get();
               checks->expect(s.ok(), s.to_string());
-              const bool integer =
-                  t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
               for (size_t i = 0; i < counts[k]; ++i) {
                 double want =
                     expected_allreduce(t, op, n, i, pre, post, salt + static_cast<int>(k));
                 double got = get_element(t, out[k].data(), i);
-                if (std::abs(got - want) > tolerance(t, want) + (integer ? 1.0 : 0.0)) {
+                if (std::abs(got - want) > tolerance(t, want)) {  // integers: exact
                   checks->expect(false, std::string(dtype_name(t)) + "/" + reduce_op_name(op) +
                                             " n=" + std::to_string(n) + " tensor " +
                                             std::to_string(k) + " elem " + std::to_string(i) +
