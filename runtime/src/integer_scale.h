@@ -15,14 +15,17 @@
 namespace ringscope {
 
 // `p` (an integer times a factor, in double) before it is truncated toward
-// zero: a product a few ulps from an integer is that integer. The factor and
-// the multiply each round, so 9 * (10 * (1.0 / 3)) is 29.999999999999996 and
-// 49 * (1.0 / 49) is 0.9999999999999999: truncated, one too low. Above 2^48
-// an ulp nears a quarter and the fraction means nothing; p stays as it is.
+// zero: a product within its rounding error of an integer is that integer.
+// The factor (postscale * (1.0 / n)) rounds twice and the multiply once, so
+// p is within 1.5 * DBL_EPSILON * |p| of the true product: 9 * (10 * (1.0 /
+// 3)) is 29.999999999999996 and 49 * (1.0 / 49) is 0.9999999999999999, each
+// one too low if truncated. The window is that bound (2 * DBL_EPSILON * |r|),
+// so a true product further from the integer than its error is truncated as
+// it is. Above 2^48 the window reaches 1/8, too wide to tell; p stays as it is.
 RINGSCOPE_HOST_DEVICE inline double snap_near_integer(double p) {
   const double r = ::nearbyint(p);
   const double error = ::fabs(p - r);
-  return error <= 4 * DBL_EPSILON * ::fabs(r) && ::fabs(r) < 281474976710656.0 /* 2^48 */ ? r : p;
+  return error <= 2 * DBL_EPSILON * ::fabs(r) && ::fabs(r) < 281474976710656.0 /* 2^48 */ ? r : p;
 }
 
 }  // namespace ringscope

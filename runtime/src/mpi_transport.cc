@@ -283,8 +283,9 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
   // Every buffer the two gathers name is a vector, so a timed-out gather
   // can keep it (leave_to_late_collective).
   std::vector<uint8_t> send = mine;
-  std::vector<int> len = {static_cast<int>(send.size())};
-  std::vector<int> lens(topo_.rank == 0 ? n : 0), displs;
+  // A message above MPI's int count goes out as -1.
+  std::vector<int> len = {send.size() > INT_MAX ? -1 : static_cast<int>(send.size())};
+  std::vector<int> lens(n), displs;
   std::vector<uint8_t> flat;
   auto abandon = [&] {
     leave_to_late_collective(&send);
@@ -293,30 +294,27 @@ Status MpiTransport::gather_to_root(const std::vector<uint8_t>& mine,
     leave_to_late_collective(&displs);
     leave_to_late_collective(&flat);
   };
+  // Every rank learns every size (not only rank 0), so all of them see a
+  // total above MPI's int counts and fail alike, none left waiting.
   MPI_Request req = MPI_REQUEST_NULL;
   Status s =
-      wait_request(MPI_Igather(len.data(), 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_, &req),
+      wait_request(MPI_Iallgather(len.data(), 1, MPI_INT, lens.data(), 1, MPI_INT, comm_, &req),
                    &req, deadline, "negotiation gather (sizes)", WaitMode::kControl);
   if (s.code() == StatusCode::kTimeout) abandon();
   if (!s.ok()) return s;
-  if (topo_.rank == 0) {
-    displs.resize(n);
-    int64_t total = 0;
-    for (int r = 0; r < n; ++r) {
-      displs[r] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
-      total += lens[r];
-    }
-    // MPI counts and displacements are int. The other ranks' halves of the
-    // gather are left to time out; this rank says why.
-    if (total > INT_MAX)
-      return Status(StatusCode::kInternal,
-                    "the negotiation messages of one cycle total " + std::to_string(total) +
-                        " bytes from " + std::to_string(n) +
-                        " ranks, above the 2 GiB one MPI gather can carry: submit fewer "
-                        "tensors before the first step completes",
-                    topo_.rank);
-    flat.resize(static_cast<size_t>(total));
+  displs.resize(n);
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    displs[r] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
+    total += lens[r] < 0 ? int64_t{INT_MAX} + 1 : lens[r];
   }
+  if (total > INT_MAX)
+    return Status(StatusCode::kInternal,
+                  "the negotiation messages of one cycle from " + std::to_string(n) +
+                      " ranks total more than the 2 GiB one MPI gather can carry: submit "
+                      "fewer tensors before the first step completes",
+                  topo_.rank);
+  if (topo_.rank == 0) flat.resize(static_cast<size_t>(total));
   s = wait_request(MPI_Igatherv(send.data(), len[0], MPI_BYTE, flat.data(), lens.data(),
                                 displs.data(), MPI_BYTE, 0, comm_, &req),
                    &req, deadline, "negotiation gather (requests)", WaitMode::kControl);

@@ -55,9 +55,9 @@ def scale_factors():
 
 @test
 def scale_factors_reach_the_runtime_as_exact_doubles():
-    # A TensorFlow float attr is 32 bits: float32(0.04) * 25 N is 0.9999 N,
-    # truncated to N - 1 for an int32; float32(1/3) is off by 3e-8 in float64.
-    y = hvd.allreduce(tf.constant([25], tf.int32), op=hvd.Sum, postscale_factor=0.04 / N,
+    # A TensorFlow float attr is 32 bits: float32(0.04) * 25 is 0.99999998,
+    # truncated to 0 for an int32; float32(1/3) is off by 3e-8 in float64.
+    y = hvd.allreduce(tf.constant([25], tf.int32), op=hvd.Max, postscale_factor=0.04,
                       name="exact/int")
     assert y.numpy().tolist() == [1], y.numpy()
     x = tf.constant([3.0], tf.float64)

@@ -100,6 +100,11 @@ TEST_CASE("an integer scaled by a factor that is not a reciprocal is not truncat
   int32_t v = 99999;
   scale_in_place(DataType::kInt32, &v, 1, 1e-5);
   CHECK(v == 0);
+  // Near 2^48 a true fraction of 0.9 is further than the product's error
+  // from the integer: truncated, not snapped up.
+  int64_t near_limit = 666666666666663;  // * 0.3 = 199999999999998.9
+  scale_in_place(DataType::kInt64, &near_limit, 1, 0.3);
+  CHECK(near_limit == 199999999999998);
   // Above 2^48 the fraction is kept as it is and truncated (2^49 + 1) * 0.75.
   int64_t big = (int64_t{1} << 49) + 1;
   scale_in_place(DataType::kInt64, &big, 1, 0.75);

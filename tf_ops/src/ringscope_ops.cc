@@ -3,9 +3,10 @@
 // to ringscope under the name given by Python (derived from the TF op or variable name, so traces
 // show names the user recognises) and completes TensorFlow's `done` from ringscope's callback,
 // carrying any error message. Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
-#include <charconv>
 #include <cmath>
 #include <cstring>
+#include <locale>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -152,9 +153,12 @@ class AllreduceOp : public RingscopeKernel {
                                       double* out) {
     std::string text;
     TF_RETURN_IF_ERROR(ctx->GetAttr(attr, &text));
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-    if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(*out))
+    // The classic locale: a decimal comma locale must not change the
+    // value. (std::from_chars for double would need libstdc++ 11.)
+    std::istringstream in(text);
+    in.imbue(std::locale::classic());
+    in >> *out;
+    if (text.empty() || in.fail() || !in.eof() || !std::isfinite(*out))
       return tf::errors::InvalidArgument(attr,
                                          " must be a finite number written as text (as "
                                          "Python's repr(float(x))), got '",

@@ -1,11 +1,11 @@
 """SyncBatchNormalization (Horovod's hvd.SyncBatchNormalization): a Keras
 BatchNormalization whose training-time batch statistics are those of the
 global batch, every rank's batch together, instead of this rank's alone.
-Each call allgathers one small tensor per layer, every rank's per-channel
-element count, mean and sum of squared deviations, combined as a parallel
-variance (numerically as sound as the plain layer's two passes), so ranks
-may hold batches of different sizes; the allgather's gradient carries the
-cross-rank terms back. At
+Each call allreduces one small tensor per layer holding every rank's
+per-channel element count, mean and sum of squared deviations (each rank
+fills its own row), combined as a parallel variance (numerically as sound
+as the plain layer's two passes), so ranks may hold batches of different
+sizes; the allreduce's gradient carries the cross-rank terms back. At
 inference (and with one rank) it is the plain layer. Registered with Keras
 (package "ringscope"), so a saved model loads where ringscope.tensorflow is
 imported."""
@@ -25,7 +25,7 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
         self.supports_jit = False  # its allreduce runs outside XLA
 
     def _moments(self, inputs, mask):
-        from ringscope.tensorflow import allgather, size
+        from ringscope.tensorflow import Sum, allreduce, rank, size
 
         if size() == 1:
             return super()._moments(inputs, mask)
@@ -53,9 +53,15 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
         if keep is not None:
             deviation = tf.where(keep, deviation, tf.zeros_like(deviation))
         local_m2 = tf.reduce_sum(tf.square(deviation), axis=axes, keepdims=True)
-        # One collective: every rank's [count, mean, m2] (its gradient
-        # carries the cross-rank terms back).
-        stats = allgather(tf.expand_dims(tf.stack([local_count, local_mean, local_m2]), 0))
+        # One collective each way: this rank's [count, mean, m2] in its own
+        # row of an otherwise zero [size, 3, ...] tensor, summed (the Sum's
+        # gradient is one allreduce too, and a joined rank's zeros are a
+        # count of 0: no rows). An allgather would need a second collective
+        # in its gradient, and row counts that join changes.
+        local = tf.stack([local_count, local_mean, local_m2])
+        row = tf.reshape(tf.one_hot(rank(), size(), dtype=local.dtype),
+                         [size()] + [1] * len(local.shape))
+        stats = allreduce(row * tf.expand_dims(local, 0), op=Sum)
         counts, means, m2s = stats[:, 0], stats[:, 1], stats[:, 2]
         total = tf.maximum(tf.reduce_sum(counts, axis=0), eps)
         mean = tf.reduce_sum(counts * means, axis=0) / total
