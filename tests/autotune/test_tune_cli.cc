@@ -99,7 +99,7 @@ TEST_CASE("tune CLI through the dispatcher, one trial, --pick best", "[cli]") {
   CHECK(nlohmann::json::parse(file.provenance_json)["pick"] == "best predicted");
 }
 
-TEST_CASE("tune CLI: a merged trace replaces its per-rank files; repeats are noted", "[cli]") {
+TEST_CASE("tune CLI: a merged trace replaces its per-rank files, repeats are noted", "[cli]") {
   TempDir dir;
   GeneratedRun run;
   run.run_id = "same-settings-1";

@@ -87,7 +87,7 @@ TEST_CASE("agreed buffer: a rank out of memory fails the growth on every rank, n
   }
 }
 
-TEST_CASE("agreed buffer: every rank short lists them all; one rank alone reports itself",
+TEST_CASE("agreed buffer: every rank short lists them all, one rank alone reports itself",
           "[buffers]") {
   ThreadChecks checks;
   run_ranks(3, [&](int, Transport& t) {

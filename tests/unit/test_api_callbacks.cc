@@ -75,7 +75,7 @@ void check_stopped_then_join(std::vector<float>& a) {
 
 }  // namespace
 
-TEST_CASE("shutdown() from a callback stops the loop; the next shutdown() joins it",
+TEST_CASE("shutdown() from a callback stops the loop, the next shutdown() joins it",
           "[api][errors]") {
   start_quiet();
   std::vector<float> a(8, 1.0f);

@@ -161,7 +161,7 @@ TEST_CASE("halving-doubling matches the reference and is identical on every rank
                             {0, 1, 3, 7, 97, 4099});
 }
 
-TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask; powers of two only",
+TEST_CASE("halving-doubling: log2(n) steps each way with partner r XOR mask, powers of two only",
           "[halving][allreduce]") {
   const int n = 8;
   const std::vector<CaptureRecorder> recs = record_allreduce(n, 1000, halving_doubling_allreduce);

@@ -33,7 +33,7 @@ TEST_CASE("packs greedily up to the threshold with contiguous offsets", "[fusion
   CHECK(total == 200);
 }
 
-TEST_CASE("incompatible tensors go to other groups; order of first member kept", "[fusion]") {
+TEST_CASE("incompatible tensors go to other groups, order of first member kept", "[fusion]") {
   std::vector<Response> rs = {ar(4), ar(4, DataType::kFloat64), ar(4),
                               ar(4, DataType::kFloat32, ReduceOp::kMax), ar(4, DataType::kFloat64)};
   auto groups = plan_fusion(rs, 1 << 20);
@@ -58,7 +58,7 @@ TEST_CASE("only tensors with the same scale factors and place fuse together", "[
   CHECK(groups[1].offsets == std::vector<size_t>{0, 16});
 }
 
-TEST_CASE("a tensor larger than the threshold runs alone; broadcasts never fuse", "[fusion]") {
+TEST_CASE("a tensor larger than the threshold runs alone, broadcasts never fuse", "[fusion]") {
   Response b = ar(4);
   b.tensor.op = OpType::kBroadcast;
   std::vector<Response> rs = {ar(1000), ar(4), b, ar(4)};

@@ -170,7 +170,7 @@ TEST_CASE("runtimes reducescatter with scale factors and Average and fewer rows 
 }
 
 TEST_CASE(
-    "reducescatter: different shapes and scalars fail on every rank; device tensors are "
+    "reducescatter: different shapes and scalars fail on every rank, device tensors are "
     "refused at submit",
     "[reducescatter][runtime]") {
   ThreadChecks checks;

@@ -43,7 +43,7 @@ TEST_CASE("least recently used entry is evicted and its slot reused", "[cache]")
   REQUIRE(c.check_invariants());
 }
 
-TEST_CASE("errors are never cached; clear empties", "[cache]") {
+TEST_CASE("errors are never cached, clear empties", "[cache]") {
   ResponseCache c(4);
   Response e = run("e");
   e.kind = Response::Kind::kError;
@@ -84,7 +84,7 @@ TEST_CASE("an allgather hits only with this rank's own dim 0 and the same traili
   CHECK_FALSE(c.find("h", &slot));
 }
 
-TEST_CASE("an alltoall hits only with this rank's own split row; an equal split matches its row",
+TEST_CASE("an alltoall hits only with this rank's own split row, an equal split matches its row",
           "[cache]") {
   ResponseCache c(4);
   Response a = run("a", {3, 2});

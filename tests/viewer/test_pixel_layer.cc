@@ -114,7 +114,7 @@ TEST_CASE("framebuffer scale: display units become scale pixels", "[pixel_layer]
   CHECK(count(layer, IM_COL32(0, 255, 0, 255)) == 2 * 10);
 }
 
-TEST_CASE("a clip rectangle bounds every shape; NaN draws nothing", "[pixel_layer]") {
+TEST_CASE("a clip rectangle bounds every shape, NaN draws nothing", "[pixel_layer]") {
   PixelLayer layer;
   layer.reset(ImVec2(0, 0), ImVec2(20, 10), ImVec2(1, 1), kClear);
   layer.set_clip(ImVec2(5, 2), ImVec2(15, 8));

@@ -177,7 +177,7 @@ TEST_CASE("D pans right while held, F fits all again", "[render][input]") {
   CHECK(fitted.end == start.end);
 }
 
-TEST_CASE("a click selects the collective under the cursor; Z fits it, Escape clears it",
+TEST_CASE("a click selects the collective under the cursor, Z fits it, Escape clears it",
           "[render][input]") {
   test::TempDir dir;
   const std::string trace = write_run(dir, "run.sqlite", 3);

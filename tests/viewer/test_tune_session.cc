@@ -177,7 +177,7 @@ TEST_CASE("tune session: trials from several traces, duplicates skipped, model f
   CHECK_FALSE(session.write_settings(dir.file("no/such/dir/x.json"), autotune::Pick::kNext).ok());
 }
 
-TEST_CASE("tune session: a removed trial leaves the set and the model; it can come back",
+TEST_CASE("tune session: a removed trial leaves the set and the model, it can come back",
           "[tune]") {
   TempDir dir;
   std::filesystem::create_directories(dir.file("runs"));
