@@ -371,6 +371,43 @@ def load_model_wraps_the_saved_optimizer_and_keeps_its_state():
     reloaded = khvd.load_model(again)
     assert getattr(reloaded.optimizer, "_ringscope_distributed", False)
 
+    # saved without an optimizer, or compiled and never trained: loads as it is
+    bare = os.path.join(SHARED_DIR, f"bare.rank{R}.keras")
+    make_model().save(bare)
+    assert getattr(khvd.load_model(bare), "optimizer", None) is None
+    fresh = make_model()
+    fresh.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    fresh.save(bare)
+    assert getattr(khvd.load_model(bare).optimizer, "_ringscope_distributed", False)
+
+
+@test
+def broadcast_variables_leaves_each_rank_its_own_dropout_stream():
+    # Keras 3's Layer.variables holds each SeedGenerator's state; copied from
+    # root, every rank would draw the same dropout masks.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3),
+                              keras.layers.Dropout(0.5, seed=100 + R)])
+    seeds = [v for v in model.variables if v.name == "seed_generator_state"]
+    assert seeds, [v.name for v in model.variables]
+    hvd.broadcast_variables(model.variables, root_rank=0)
+    same_on_every_rank([w.tolist() for w in model.get_weights()[:2]], "kernel and bias")
+    mine = seeds[0].numpy().tolist()
+    gathered = hvd.allgather_object(mine, name="seeds.own")
+    assert N == 1 or len({str(g) for g in gathered}) == N, gathered
+    hvd.broadcast_variables(model.variables, root_rank=0, include_rng_state=True)
+    assert len({str(g) for g in hvd.allgather_object(seeds[0].numpy().tolist(),
+                                                       name="seeds.copied")}) == 1
+
+
+@test
+def metric_average_averages_per_class_arrays_too():
+    logs = {"loss": float(R), "f1": np.array([R, 2.0 * R], np.float32), "name": "x"}
+    khvd.callbacks.MetricAverageCallback().on_epoch_end(0, logs)
+    mean = (N - 1) / 2
+    assert abs(logs["loss"] - mean) < 1e-9, logs
+    assert logs["f1"].dtype == np.float32 and np.allclose(logs["f1"], [mean, 2 * mean]), logs
+    assert logs["name"] == "x"
+
 
 hvd.barrier()
 if R == 0:

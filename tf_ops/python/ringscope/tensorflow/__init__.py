@@ -373,10 +373,20 @@ def broadcast_global_variables(root_rank):
     keras_version(root_rank)
 
 
-def broadcast_variables(variables, root_rank):
+def _is_rng_state(var):
+    """A Keras 3 SeedGenerator's state (Dropout, random augmentation), which
+    Layer.variables includes and Keras 2's did not."""
+    return getattr(var, "name", "") == "seed_generator_state"
+
+
+def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=False):
     """Assigns every variable the value it has on ``root_rank``; the
-    broadcasts are submitted together (eagerly too)."""
-    variables = list(variables)
+    broadcasts are submitted together (eagerly too). A SeedGenerator's state
+    stays each rank's own unless ``include_rng_state``: copied from root,
+    every rank would draw the same dropout masks. ``inplace`` is Horovod's
+    TF1 argument; variables are always assigned in place here."""
+    del inplace
+    variables = [v for v in variables if include_rng_state or not _is_rng_state(v)]
     # Matched by position, as Horovod's are: a variable's path differs
     # between a model built here and the same model loaded on root
     # ("sequential/dense/kernel" and "dense/kernel", its optimizer slots

@@ -73,10 +73,8 @@ class BroadcastGlobalVariablesCallback(_Callback):
     def _broadcast(self, variables):
         from ringscope.tensorflow import broadcast_variables
 
-        # A SeedGenerator's state (Dropout, random augmentation) stays each
-        # rank's own: copied from root, every rank would draw the same masks.
-        broadcast_variables([v for v in variables if not self._is_local(v) and
-                             getattr(v, "name", "") != "seed_generator_state"], self.root_rank)
+        # broadcast_variables leaves each rank its own SeedGenerator state.
+        broadcast_variables([v for v in variables if not self._is_local(v)], self.root_rank)
 
     def on_train_begin(self, logs=None):
         # Broadcast now only if the model is built on every rank: a model
@@ -116,10 +114,17 @@ class MetricAverageCallback(_Callback):
             return
         for key in sorted(logs):
             value = logs[key]
+            if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+                value = value.numpy()  # a tensor
             if isinstance(value, (int, float, np.floating, np.integer)):
                 avg = allreduce(tf.constant(float(value), tf.float64),
                                 name=f"MetricAverageCallback/{key}")
                 logs[key] = float(avg.numpy())
+            elif isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.number):
+                # Per-class metrics (F1Score(average=None)): averaged element-wise.
+                avg = allreduce(tf.constant(value.astype(np.float64)),
+                                name=f"MetricAverageCallback/{key}")
+                logs[key] = avg.numpy().astype(value.dtype, copy=False)
 
 
 def _get_lr(model):

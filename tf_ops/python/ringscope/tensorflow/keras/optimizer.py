@@ -112,10 +112,13 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
     for cls in custom_optimizers or []:
         objects[cls.__name__] = cls
     model = keras.models.load_model(filepath, custom_objects=objects or None)
-    saved = model.optimizer
+    saved = getattr(model, "optimizer", None)  # a model saved uncompiled has none
     if saved is None:
         return model
     wrapped = DistributedOptimizer(saved, compression=compression)
+    if not getattr(saved, "built", True):  # compiled, never trained: no state to keep
+        model.optimizer = wrapped
+        return model
     wrapped.build(model.trainable_variables)
     if len(wrapped.variables) != len(saved.variables):
         raise ValueError(f"ringscope load_model: the saved {type(saved).__name__} has "
