@@ -409,6 +409,25 @@ def metric_average_averages_per_class_arrays_too():
     assert logs["name"] == "x"
 
 
+
+@test
+def distributed_optimizer_keeps_what_get_config_leaves_out():
+    class Halving(keras.optimizers.schedules.LearningRateSchedule):  # no get_config
+        def __call__(self, step):
+            return 0.1 * 0.5 ** keras.ops.cast(step, "float32")
+
+    schedule = Halving()
+    opt = keras.optimizers.AdamW(schedule, weight_decay=0.01)
+    opt.exclude_from_weight_decay(var_names=["bias"])
+    wrapped = khvd.DistributedOptimizer(opt)
+    assert wrapped._learning_rate is schedule and opt._learning_rate is schedule
+    assert wrapped._exclude_from_weight_decay_pattern.pattern == "bias"
+    dense = keras.layers.Dense(2)
+    dense.build((None, 3))
+    wrapped.build(dense.trainable_variables)
+    assert not wrapped._use_weight_decay(dense.bias) and wrapped._use_weight_decay(dense.kernel)
+
+
 hvd.barrier()
 if R == 0:
     shutil.rmtree(SHARED_DIR, ignore_errors=True)

@@ -70,7 +70,32 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     setattr(_DistributedOptimizer, _DISTRIBUTED, True)
     for attr in ("__name__", "__qualname__", "__module__"):
         setattr(_DistributedOptimizer, attr, getattr(base, attr))
-    return _DistributedOptimizer.from_config(optimizer.get_config())
+    return _rebuilt_as(_DistributedOptimizer, optimizer)
+
+
+def _rebuilt_as(cls, optimizer):
+    """A ``cls`` with ``optimizer``'s configuration and what its config
+    leaves out: a learning-rate schedule or callable (the live object, which
+    need not be serialisable: a schedule without get_config would otherwise
+    fail here) and the variables excluded from weight decay (AdamW's
+    exclude_from_weight_decay, not part of get_config)."""
+    schedule = getattr(optimizer, "_learning_rate", None)
+    live = (isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule)
+            or (callable(schedule) and not isinstance(schedule, keras.Variable)))
+    if live:  # get_config would serialise it: a float stands in, untracked
+        object.__setattr__(optimizer, "_learning_rate", 0.5)
+    try:
+        config = optimizer.get_config()
+    finally:
+        if live:
+            object.__setattr__(optimizer, "_learning_rate", schedule)
+    rebuilt = cls.from_config(config)
+    if live:
+        rebuilt.learning_rate = schedule
+    for attr in ("_exclude_from_weight_decay", "_exclude_from_weight_decay_pattern"):
+        if hasattr(optimizer, attr):
+            setattr(rebuilt, attr, getattr(optimizer, attr))
+    return rebuilt
 
 
 def PartialDistributedOptimizer(optimizer, name=None, local_layers=None, **kwargs):
