@@ -428,6 +428,24 @@ def distributed_optimizer_keeps_what_get_config_leaves_out():
     assert not wrapped._use_weight_decay(dense.bias) and wrapped._use_weight_decay(dense.kernel)
 
 
+
+@test
+def horovod_arguments_and_names_a_porting_script_uses():
+    # Horovod's argument order and TF1-era arguments that change nothing here
+    rows = hvd.reducescatter(tf.ones([N, 2]), "", hvd.Compression.none, hvd.Sum, name="port/rs")
+    assert rows.numpy().tolist() == [[N, N]], rows
+    assert hvd.allgather_object(R, None, name="port/ago") == list(range(N))
+    hvd.SyncBatchNormalization(fused=False)
+    for name, what in (("global_process_set", "process sets"), ("elastic", "elastic"),
+                       ("BroadcastGlobalVariablesHook", "TF1 session hooks")):
+        assert not hasattr(hvd, name)
+        try:
+            getattr(hvd, name)
+            raise AssertionError(f"hvd.{name} exists")
+        except AttributeError as e:
+            assert what in str(e) and "does not provide" in str(e), e
+
+
 hvd.barrier()
 if R == 0:
     shutil.rmtree(SHARED_DIR, ignore_errors=True)

@@ -56,6 +56,8 @@ def init(comm=None, process_sets=None):
     A script that never calls shutdown() is shut down at interpreter exit,
     before MPI is finalised (as Horovod does). Horovod's ``comm`` and
     ``process_sets`` are accepted when they ask for the whole world."""
+    if _is_whole_world(comm):
+        comm = None  # Horovod's hvd.init(comm=MPI.COMM_WORLD): the default
     if comm is not None or process_sets not in (None, [], ()):
         raise ValueError("ringscope: init(comm=..., process_sets=...) is not supported: "
                          "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
@@ -64,6 +66,15 @@ def init(comm=None, process_sets=None):
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
+
+
+def _is_whole_world(comm):
+    """An mpi4py communicator with MPI_COMM_WORLD's ranks in its order."""
+    if comm is None or not hasattr(comm, "Compare"):
+        return False
+    from mpi4py import MPI  # the caller has mpi4py: it passed one of its communicators
+
+    return comm.Compare(MPI.COMM_WORLD) in (MPI.IDENT, MPI.CONGRUENT)
 
 
 def shutdown():
@@ -288,12 +299,14 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False):
     return _submit_together(_together_fns, ("grouped_allgather", base), build, list(tensors))
 
 
-def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                  compression=Compression.none, ignore_name_scope=False):
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
+                  ignore_name_scope=False, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces ``tensor`` over all ranks (default: Average) and returns this
     rank's rows of the result along dim 0: the first dim0 % size() ranks get
     one row more than the others, as in Horovod. ``op``: Sum, Average, Min
-    or Max. CPU tensors; every rank passes the same shape."""
+    or Max. CPU tensors; every rank passes the same shape. Arguments in
+    Horovod's order; ``device_dense`` is accepted and changes nothing."""
+    del device_dense
     op = _reduce_op(op, None)
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
@@ -304,11 +317,12 @@ def reducescatter(tensor, op=None, name=None, prescale_factor=1.0, postscale_fac
     return compression.decompress(out, ctx)
 
 
-def grouped_reducescatter(tensors, op=None, name=None, prescale_factor=1.0,
-                          postscale_factor=1.0, compression=Compression.none,
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=None,
+                          prescale_factor=1.0, postscale_factor=1.0, name=None,
                           ignore_name_scope=False):
     """reducescatter of each tensor of a list; they are submitted together
-    (eagerly too)."""
+    (eagerly too). Arguments in Horovod's order."""
+    del device_dense
     base = _auto_name("grouped_reducescatter", name)
 
     def build(ts):
@@ -460,3 +474,25 @@ from ringscope.tensorflow.keras.callbacks import (  # noqa: E402,F401
     MetricAverageCallback,
     StepMarkCallback,
 )
+
+
+# Horovod names ringscope does not provide (docs/tensorflow.md, "Not
+# provided"): an AttributeError that says so and what to use instead,
+# rather than a bare "has no attribute".
+_NOT_PROVIDED = {
+    "ProcessSet": "process sets", "add_process_set": "process sets",
+    "remove_process_set": "process sets", "global_process_set": "process sets",
+    "elastic": "elastic training", "Adasum": "the Adasum op", "Product": "the Product op",
+    "BroadcastGlobalVariablesHook": "TF1 session hooks (use broadcast_variables or "
+    "BroadcastGlobalVariablesCallback)",
+    "broadcast_object_fn": "TF1 sessions (use broadcast_object)",
+    "broadcast_": "the in-place broadcast_ (use broadcast, or broadcast_variables)",
+    "mpi_ops": "horovod.tensorflow.mpi_ops (its functions are in ringscope.tensorflow)",
+}
+
+
+def __getattr__(name):
+    if name in _NOT_PROVIDED:
+        raise AttributeError(f"ringscope.tensorflow has no {name}: ringscope does not provide "
+                             f"{_NOT_PROVIDED[name]}; see docs/tensorflow.md, 'Not provided'")
+    raise AttributeError(f"module 'ringscope.tensorflow' has no attribute {name!r}")

@@ -55,11 +55,15 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
     return obj if root else _loads(data.numpy())
 
 
-def allgather_object(obj, name=None):
-    """Returns the list of every rank's ``obj``, indexed by rank."""
+def allgather_object(obj, session=None, name=None):
+    """Returns the list of every rank's ``obj``, indexed by rank.
+    ``session`` is Horovod's TF1 argument: only None is taken."""
     from ringscope.tensorflow import _auto_name, allgather
 
     _require_eager("allgather_object")
+    if session is not None:
+        raise ValueError("ringscope: allgather_object takes no session (TensorFlow 1 sessions "
+                         "are not supported)")
     name = _auto_name("allgather_object", name)
     payload = _dumps(obj)
     lengths = allgather(tf.constant([payload.size], tf.int64), name=f"{name}.sz").numpy()

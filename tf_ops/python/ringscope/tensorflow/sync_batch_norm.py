@@ -20,7 +20,10 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
     Same arguments as ``tf.keras.layers.BatchNormalization``; ``synchronized``
     (tf.distribute's) is not used, the ranks are ringscope's."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, fused=False, **kwargs):
+        # Horovod's takes fused=False (Keras 2's argument); Keras 3 has none.
+        if fused:
+            raise ValueError("SyncBatchNormalization does not support fused=True")
         super().__init__(*args, **kwargs)
         self.supports_jit = False  # its allreduce runs outside XLA
 
