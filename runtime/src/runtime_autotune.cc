@@ -1,7 +1,8 @@
 // Runtime's online-autotuning glue (rank 0 only): feeds the ParameterManager
 // after each cycle, proposes its settings through proposed_ (so they travel in
 // the next control vector and every rank switches at one cycle), turns its
-// records into kAutotuneTrial spans, and writes the settings file at shutdown.
+// records into kAutotuneTrial spans, and writes the settings file when tuning
+// ends (or at shutdown, if it has not).
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,9 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
     }
     rec->record(ev);
   }
+  // Written as soon as tuning ends, not only at shutdown: a job killed,
+  // preempted or out of time days later still leaves the settings.
+  if (tuner_->done()) write_autotune_output();
 }
 
 // Why rank 0 could not write the autotuner's settings file at shutdown (its

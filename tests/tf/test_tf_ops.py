@@ -323,4 +323,21 @@ def topology_ops_in_and_out_of_tf_function():
     assert abs(float(scaled()) - R / N) < 1e-6
 
 
+
+@test
+def a_name_that_changes_every_step_is_warned_about_once():
+    import warnings
+
+    from ringscope.tensorflow import _library
+
+    already = len(_library._eager_names)
+    x = tf.ones([1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(_library._EAGER_NAMES_WARNED_AT + 5 - already):
+            hvd.allreduce(x, op=hvd.Sum, name=f"loss_{step}")
+    found = [w for w in caught if "distinct tensor names" in str(w.message)]
+    assert len(found) == 1 and "loss_" in str(found[0].message), [str(w.message) for w in caught]
+    assert len(_library._eager_names) == _library._EAGER_NAMES_WARNED_AT + 1  # bounded
+
 finish()

@@ -86,6 +86,10 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
             }
           }
         }
+        // The file is there once the tuner has decided, before shutdown.
+        if (r == 0)
+          checks.expect(std::filesystem::exists(options.autotune.output_path),
+                        "settings file written when tuning ended");
       },
       nullptr, recorder_ptrs);
   INFO(checks.summary());

@@ -102,6 +102,27 @@ def _collectives_before():
     return ops
 
 
+# Distinct names of eager collectives, up to one past the warning: TensorFlow
+# keeps a kernel per distinct attribute set (~35 KB each, docs/tensorflow.md),
+# so a name that changes every step grows memory without bound.
+_EAGER_NAMES_WARNED_AT = 1000
+_eager_names = set()
+
+
+def _note_eager_name(name):
+    if not name or len(_eager_names) > _EAGER_NAMES_WARNED_AT or not tf.executing_eagerly():
+        return
+    _eager_names.add(name)
+    if len(_eager_names) > _EAGER_NAMES_WARNED_AT:
+        import warnings
+
+        warnings.warn(
+            f"ringscope: more than {_EAGER_NAMES_WARNED_AT} distinct tensor names in eager "
+            f"collectives (the latest '{name}'). TensorFlow keeps a kernel (~35 KB) for each, "
+            "so a name that changes every step (name=f'loss_{step}') grows memory without "
+            "bound: give each tensor one fixed name, or none", RuntimeWarning, stacklevel=3)
+
+
 class _Ops:
     """The op library, with each collective marked by _run_independently."""
 
@@ -114,6 +135,7 @@ class _Ops:
 
             def fn(*args, _kind=attr, **kwargs):
                 _refuse_inside_xla(_kind, kwargs.get("tensor_name", ""))
+                _note_eager_name(kwargs.get("tensor_name", ""))
                 for key in ("prescale_factor", "postscale_factor"):
                     if key in kwargs:  # the attrs are text: exact doubles (ringscope_ops.cc)
                         kwargs[key] = repr(float(kwargs[key]))
