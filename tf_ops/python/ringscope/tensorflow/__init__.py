@@ -185,12 +185,23 @@ def _auto_name(kind, name):
     every rank still meets the k-th of the others, and the name stays the
     same from step to step (a fresh name per call made TensorFlow build and
     keep a new kernel each time, 35 KB and 0.6 ms a call, and missed the
-    response cache). Unnamed calls from several threads at once need names."""
+    response cache). Unnamed calls from other threads carry the thread's
+    name; several unnamed calls at once from one thread's pool need names."""
     if name:
         return str(name)
     if not tf.executing_eagerly():
         return ""
-    return f"{kind}.eager"
+    # Outside the main thread, the thread's name too (the same on every rank
+    # when the threads are made in the same order, as thread ids are not):
+    # a checkpoint thread's broadcast_object and the main thread's must not
+    # meet each other's ops on another rank.
+    return f"{kind}.eager{_thread_suffix()}"
+
+
+def _thread_suffix():
+    """"" on the main thread, else "@" and the thread's name."""
+    thread = threading.current_thread()
+    return "" if thread is threading.main_thread() else f"@{thread.name}"
 
 
 def _submit_together(cache, key, build, tensors):
@@ -393,7 +404,8 @@ def _is_rng_state(var):
     return getattr(var, "name", "") == "seed_generator_state"
 
 
-def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=False):
+def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=False,
+                        name=None):
     """Assigns every variable the value it has on ``root_rank``; the
     broadcasts are submitted together (eagerly too). A SeedGenerator's state
     stays each rank's own unless ``include_rng_state``: copied from root,
@@ -405,7 +417,8 @@ def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=F
     # between a model built here and the same model loaded on root
     # ("sequential/dense/kernel" and "dense/kernel", its optimizer slots
     # "sequential_dense_kernel_momentum" and "dense_kernel_momentum").
-    names = tuple(f"broadcast_variables/{i}" for i in range(len(variables)))
+    base = str(name) if name else "broadcast_variables" + _thread_suffix()
+    names = tuple(f"{base}/{i}" for i in range(len(variables)))
     root = int(root_rank)
 
     def build(values):

@@ -35,6 +35,22 @@ def _loads(data):
     return _pickler.loads(np.asarray(data, dtype=np.uint8).tobytes())
 
 
+def _dumps_or_error(obj):
+    """(bytes, None), or (empty, the error) when obj cannot be pickled: the
+    length still goes out (as -1), so the other ranks fail with this one
+    instead of waiting for data that never comes."""
+    try:
+        return _dumps(obj), None
+    except Exception as e:  # pickling raises many types (TypeError, PicklingError, ...)
+        return np.zeros(0, np.uint8), e
+
+
+def _unpicklable(what, ranks, error):
+    message = (f"ringscope: {what}: the object of rank(s) {ranks} could not be pickled"
+               + (f": {error!r}" if error is not None else " (that rank's error says why)"))
+    return ValueError(message)
+
+
 def broadcast_object(obj, root_rank=0, session=None, name=None):
     """Returns root_rank's ``obj`` on every rank (pickled, then broadcast).
 
@@ -47,10 +63,14 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
                          "are not supported)")
     name = _auto_name("broadcast_object", name)  # never from obj: it differs between ranks
     root = rank() == int(root_rank)
-    payload = _dumps(obj) if root else np.zeros(0, np.uint8)
-    length = broadcast(tf.constant([payload.size], tf.int64), root_rank, name=f"{name}.sz")
+    payload, error = _dumps_or_error(obj) if root else (np.zeros(0, np.uint8), None)
+    size = -1 if error is not None else payload.size
+    length = int(broadcast(tf.constant([size], tf.int64), root_rank, name=f"{name}.sz")
+                 .numpy()[0])
+    if length < 0:
+        raise _unpicklable("broadcast_object", [int(root_rank)], error)
     if not root:
-        payload = np.zeros(int(length.numpy()[0]), np.uint8)
+        payload = np.zeros(length, np.uint8)
     data = broadcast(tf.constant(payload), root_rank, name=f"{name}.t")
     return obj if root else _loads(data.numpy())
 
@@ -65,16 +85,21 @@ def allgather_object(obj, session=None, name=None):
         raise ValueError("ringscope: allgather_object takes no session (TensorFlow 1 sessions "
                          "are not supported)")
     name = _auto_name("allgather_object", name)
-    payload = _dumps(obj)
-    lengths = allgather(tf.constant([payload.size], tf.int64), name=f"{name}.sz").numpy()
+    payload, error = _dumps_or_error(obj)
+    size = -1 if error is not None else payload.size
+    lengths = allgather(tf.constant([size], tf.int64), name=f"{name}.sz").numpy()
+    if (lengths < 0).any():
+        raise _unpicklable("allgather_object", [int(r) for r in np.flatnonzero(lengths < 0)],
+                           error)
     data = allgather(tf.constant(payload), name=f"{name}.t").numpy()
     ends = np.cumsum(lengths)
     return [_loads(data[end - n:end]) for n, end in zip(lengths, ends)]
 
 
-def barrier():
-    """Returns once every rank has called barrier() (the same number of times)."""
+def barrier(name=None):
+    """Returns once every rank has called barrier() (the same number of
+    times, from the same thread, or with the same ``name``)."""
     from ringscope.tensorflow import Sum, _auto_name, allreduce
 
     _require_eager("barrier")
-    allreduce(tf.zeros([1], tf.int32), op=Sum, name=_auto_name("barrier", None)).numpy()
+    allreduce(tf.zeros([1], tf.int32), op=Sum, name=_auto_name("barrier", name)).numpy()

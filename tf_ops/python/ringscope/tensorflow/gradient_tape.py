@@ -4,17 +4,28 @@ the variables registered as local (PartialDistributedGradientTape's
 local_layers); and the gradient reduction it shares with
 DistributedOptimizer (Horovod's arguments)."""
 
+import re
+
 import tensorflow as tf
 
 
 def _variable_label(var, index):
-    """The variable's place and its layer/variable name ("3/dense/kernel").
+    """The variable's place and its layer/variable name ("3/dense/kernel",
+    also for a layer Keras numbered "dense_3").
     Only the last two parts of its path: a Sequential model's variables are
     "sequential/dense/kernel" where it was built and "dense/kernel" where it
     was loaded from a file (Horovod's resume pattern loads on rank 0 only),
     and a name that differs across ranks is never matched."""
     path = getattr(var, "path", None) or getattr(var, "name", None) or "var"
-    return f"{index}/" + "/".join(path.split("/")[-2:])
+    return f"{index}/" + "/".join(_counter_free(part) for part in path.split("/")[-2:])
+
+
+def _counter_free(part):
+    """A layer name without Keras's per-process counter ("dense_3" ->
+    "dense"): a rank that built one more unnamed layer (a probe model on
+    rank 0 only) numbers every later layer differently, and names that
+    differ across ranks are never matched. The index keeps names unique."""
+    return re.sub(r"_[0-9]+$", "", part)
 
 
 class GradientReduction:

@@ -29,6 +29,7 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
 
     def _moments(self, inputs, mask):
         from ringscope.tensorflow import Sum, allreduce, rank, size
+        from ringscope.tensorflow.gradient_tape import _counter_free
 
         if size() == 1:
             return super()._moments(inputs, mask)
@@ -64,7 +65,11 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
         local = tf.stack([local_count, local_mean, local_m2])
         row = tf.reshape(tf.one_hot(rank(), size(), dtype=local.dtype),
                          [size()] + [1] * len(local.shape))
-        stats = allreduce(row * tf.expand_dims(local, 0), op=Sum)
+        # Named without Keras's per-process layer counter (the graph node's
+        # name would carry it): a rank that built one more layer would
+        # otherwise wait on names the others never send.
+        stats = allreduce(row * tf.expand_dims(local, 0), op=Sum,
+                          name=f"{_counter_free(self.name)}/moments")
         counts, means, m2s = stats[:, 0], stats[:, 1], stats[:, 2]
         total = tf.maximum(tf.reduce_sum(counts, axis=0), eps)
         mean = tf.reduce_sum(counts * means, axis=0) / total
