@@ -79,6 +79,7 @@ Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<R
                                        const std::vector<TensorEntry*>& entries,
                                        const ExecutionParams& p) {
   const size_t first = g.members[0];
+  device_used_.store(true);
   if (!device_ && device_failed_.ok()) {
     DeviceSetup setup = device_setup_;
     setup.world = transport_;

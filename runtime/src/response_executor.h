@@ -8,6 +8,7 @@
 // rank out of memory fails that op on every rank, and the next op runs.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,8 @@ class ResponseExecutor {
   // Finishes the GPU path: waits up to `timeout_seconds` for device work and
   // completes what is left with `reason`.
   void shutdown_device(double timeout_seconds, const Status& reason);
+  // Whether a device op ever ran (its finalizer may hold recorder pointers).
+  bool device_used() const { return device_used_.load(); }
 
   // Threads per large copy or sum, this one included (DataThreads); 1 = none.
   // Returns a notice where fewer threads could be started (else empty).
@@ -155,6 +158,7 @@ class ResponseExecutor {
   std::vector<std::string> notices_;
   DeviceSetup device_setup_;
   std::unique_ptr<DeviceCollectives> device_;
+  std::atomic<bool> device_used_{false};
   Status device_failed_;  // the GPU path could not start: every device op fails with it
 };
 

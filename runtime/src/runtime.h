@@ -94,6 +94,7 @@ class Runtime {
   Status start_trace(const std::string& base_path);
   // Stops recording and finalises this rank's file.
   Status stop_trace();
+  size_t closed_trace_buffer_bytes();  // event buffers closed traces still hold
   // A user STEP mark (e.g. one per optimizer step) in the trace.
   void mark_step(int64_t step);
 
@@ -306,10 +307,20 @@ class Runtime {
   int32_t join_last_ = -1;     // the slow path's: every rank has joined, this one last
 
   // Tracing. Closed writers are kept until the runtime ends, so a thread
-  // that loaded the recorder pointer just before stop_trace stays safe.
+  // that loaded the recorder pointer just before stop_trace stays safe, and
+  // no later writer reuses their address (entries and name ids compare
+  // recorder pointers); their event buffers, the memory, are released once
+  // no thread can be recording into them (release_quiet_traces).
+  struct ClosedTrace {
+    std::unique_ptr<TraceWriter> writer;
+    uint64_t closed_at_cycle = 0;  // cycles_done_ when it closed
+    bool released = false;
+  };
   std::mutex trace_mu_;
   std::unique_ptr<TraceWriter> trace_;
-  std::vector<std::unique_ptr<TraceWriter>> closed_traces_;
+  std::vector<ClosedTrace> closed_traces_;
+  std::atomic<int> marking_steps_{0};  // mark_step calls between load and record
+  void release_quiet_traces();         // with trace_mu_ held
   std::atomic<uint64_t> cycles_done_{0};
   std::atomic<bool> loop_exited_{false};
   std::atomic<bool> loop_failed_{false};  // the loop ended on an error (the group broke)

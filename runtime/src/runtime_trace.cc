@@ -24,6 +24,7 @@ Status Runtime::start_trace(const std::string& base_path) {
                   "a trace is already being written to " + trace_->path(), topo_.rank);
   if (base_path.empty())
     return Status(StatusCode::kInvalidArgument, "empty trace path", topo_.rank);
+  release_quiet_traces();  // the last window's buffers, now that cycles have passed
   // One run id for all ranks' files: rank 0's.
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -137,8 +138,32 @@ Status Runtime::close_trace(bool measure_end_offset) {
       log(1, "warning: no clock offset at shutdown: " + s.to_string());
   }
   Status s = trace_->close();
-  closed_traces_.push_back(std::move(trace_));
+  closed_traces_.push_back({std::move(trace_), cycles_done_.load()});
+  release_quiet_traces();
   return s;
+}
+
+void Runtime::release_quiet_traces() {
+  // Who may still be inside record() on a closed writer: the loop (its
+  // cycle's recorder, until two cycles after the close), a mark_step that
+  // loaded it (counted), and the GPU finalizer's jobs (never released once
+  // the device path ran). A record() that starts after close() sees the
+  // writer closed and touches no buffer.
+  if (executor_.device_used() || marking_steps_.load() != 0) return;
+  const uint64_t cycles = cycles_done_.load();
+  const bool loop_gone = loop_exited_.load();
+  for (ClosedTrace& t : closed_traces_) {
+    if (t.released || (!loop_gone && cycles < t.closed_at_cycle + 2)) continue;
+    t.writer->release_buffers();
+    t.released = true;
+  }
+}
+
+size_t Runtime::closed_trace_buffer_bytes() {
+  std::lock_guard<std::mutex> lock(trace_mu_);
+  size_t bytes = 0;
+  for (const ClosedTrace& t : closed_traces_) bytes += t.writer->buffer_bytes();
+  return bytes;
 }
 
 // The background loop's side of tracing: names and instants go into this
@@ -180,14 +205,18 @@ void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int
 }
 
 void Runtime::mark_step(int64_t step) {
-  Recorder* rec = recorder_.load();
-  if (!rec) return;
-  TraceEvent e;
-  e.kind = static_cast<uint16_t>(EventKind::kStep);
-  e.start_ns = e.end_ns = rec->now_ns();
-  e.value = step;
-  e.aux = static_cast<int32_t>(step);
-  rec->record(e);
+  // Counted from before the load to after the record, so a closed writer's
+  // buffers are not released under it (release_quiet_traces).
+  marking_steps_.fetch_add(1);
+  if (Recorder* rec = recorder_.load()) {
+    TraceEvent e;
+    e.kind = static_cast<uint16_t>(EventKind::kStep);
+    e.start_ns = e.end_ns = rec->now_ns();
+    e.value = step;
+    e.aux = static_cast<int32_t>(step);
+    rec->record(e);
+  }
+  marking_steps_.fetch_sub(1);
 }
 
 }  // namespace ringscope

@@ -233,6 +233,24 @@ uint64_t TraceWriter::dropped_events() const {
 
 uint64_t TraceWriter::written_events() const { return impl_->written.load(); }
 
+void TraceWriter::release_buffers() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.phase.load(std::memory_order_relaxed) != Impl::kClosed) return;
+  for (auto& buffer : m.buffers) m.late_events.fetch_add(buffer->dropped());  // still counted
+  std::vector<std::unique_ptr<SpscEventBuffer>>().swap(m.buffers);
+  std::unordered_map<std::thread::id, SpscEventBuffer*>().swap(m.buffer_of_thread);
+  std::unordered_map<std::string, int32_t>().swap(m.string_ids);
+  std::vector<std::pair<int32_t, std::string>>().swap(m.pending_strings);
+}
+
+size_t TraceWriter::buffer_bytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  size_t bytes = 0;
+  for (auto& buffer : impl_->buffers) bytes += buffer->capacity() * sizeof(TraceEvent);
+  return bytes;
+}
+
 Status TraceWriter::close() {
   Impl& m = *impl_;
   if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");

@@ -67,6 +67,15 @@ class TraceWriter final : public Recorder {
 
   uint64_t dropped_events() const;  // so far, all threads
   uint64_t written_events() const;  // rows committed
+
+  // After close(): frees the per-thread event buffers (4.5 MiB for each
+  // thread that recorded) and the string table, keeping the counts, so a
+  // closed writer kept alive (a runtime keeps its closed traces, see
+  // Runtime::release_quiet_traces) costs a few hundred bytes. The caller
+  // guarantees that no thread is inside record() on this writer; close()
+  // only guarantees that none that had begun recording still is.
+  void release_buffers();
+  size_t buffer_bytes() const;  // held by the event buffers
   const std::string& path() const;
 
   struct Impl;
