@@ -234,6 +234,7 @@ class Runtime {
   // Rank 0 with RINGSCOPE_AUTOTUNE: owned by the background thread (and by
   // shutdown() once that thread has ended).
   std::unique_ptr<ParameterManager> tuner_;
+  bool autotune_written_early_ = false;  // the loop tried the file when tuning ended
 
   // Background-thread state.
   using PendingMap = std::unordered_map<std::string, TensorEntry>;

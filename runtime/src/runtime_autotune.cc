@@ -57,7 +57,10 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
   }
   // Written as soon as tuning ends, not only at shutdown: a job killed,
   // preempted or out of time days later still leaves the settings.
-  if (tuner_->done()) write_autotune_output();
+  if (tuner_->done() && !autotune_written_early_) {
+    autotune_written_early_ = true;  // once: a failing write is not retried every cycle
+    write_autotune_output();
+  }
 }
 
 // Why rank 0 could not write the autotuner's settings file at shutdown (its
@@ -105,12 +108,14 @@ void Runtime::write_autotune_output() {
       options_.cache_capacity > 0)
     file.cache_capacity = options_.cache_capacity;
   file.provenance_json = tuner_->provenance_json();
-  tuner_.reset();  // shutdown() may run twice (api shutdown, then the destructor)
   Status st = write_settings_file(options_.autotune.output_path, file);
-  if (!st.ok())
+  if (!st.ok()) {
+    // Kept for one more try at shutdown (the loop tries once: tuner_done_written_).
     log(1, "warning: autotune: writing " + options_.autotune.output_path + ": " + st.to_string());
-  else
-    log(2, "autotune: wrote " + options_.autotune.output_path);
+    return;
+  }
+  tuner_.reset();  // written: shutdown() (which may run twice) has nothing left to do
+  log(2, "autotune: wrote " + options_.autotune.output_path);
 }
 
 }  // namespace ringscope

@@ -149,9 +149,11 @@ void Runtime::release_quiet_traces() {
   // loaded it (counted), and the GPU finalizer's jobs (never released once
   // the device path ran). A record() that starts after close() sees the
   // writer closed and touches no buffer.
-  if (executor_.device_used() || marking_steps_.load() != 0) return;
+  // The cycle count first: a device op run in a cycle counted here is
+  // then seen by device_used().
   const uint64_t cycles = cycles_done_.load();
   const bool loop_gone = loop_exited_.load();
+  if (executor_.device_used() || marking_steps_.load() != 0) return;
   for (ClosedTrace& t : closed_traces_) {
     if (t.released || (!loop_gone && cycles < t.closed_at_cycle + 2)) continue;
     t.writer->release_buffers();

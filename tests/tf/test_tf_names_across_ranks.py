@@ -1,7 +1,8 @@
 """Names that must agree across ranks, under mpirun (np=2 and 3): unnamed
 eager collectives from another thread do not meet the main thread's on
 another rank (both run at once, the thread first on even ranks, the main
-thread first on odd ones); gradient
+thread first on odd ones; the thread unnamed, its default name numbered
+differently on rank 0); gradient
 names do not depend on Keras's per-process layer counter (rank 0 builds
 one extra layer first); an object that cannot be pickled fails
 broadcast_object and allgather_object on every rank instead of leaving
@@ -30,7 +31,11 @@ def another_threads_unnamed_collectives_keep_to_that_thread():
         got["thread"] = hvd.broadcast_object(("thread", R), root_rank=0)
         got["thread_sum"] = hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy().tolist()
 
-    thread = threading.Thread(target=worker, name="checkpointer")
+    if R == 0:  # Python numbers default thread names per process: rank 0's run ahead
+        spare = threading.Thread(target=lambda: None)
+        spare.start()
+        spare.join()
+    thread = threading.Thread(target=worker)  # "Thread-N (worker)": "@worker" on every rank
     thread.start()
     if first != "main":
         time.sleep(0.3)
@@ -49,7 +54,7 @@ def gradient_names_do_not_depend_on_keras_layer_counters():
         keras.layers.Dense(1)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     labels = [_variable_label(v, i) for i, v in enumerate(model.trainable_variables)]
-    assert labels == ["0/dense/kernel", "1/dense/bias"], labels
+    assert labels == ["0/dense/kernel:3x2", "1/dense/bias:2"], labels
     x = tf.ones([4, 3]) * (R + 1)
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(model(x))
@@ -60,8 +65,26 @@ def gradient_names_do_not_depend_on_keras_layer_counters():
     if R == 0:
         hvd.SyncBatchNormalization()
     bn = keras.Sequential([keras.Input((3,)), hvd.SyncBatchNormalization()])
-    step = tf.function(lambda v: bn(v, training=True))
-    assert step(tf.ones([2, 3]) * R).shape == (2, 3)
+
+    @tf.function
+    def step(v):  # forward and backward: the gradient's allreduce is named too
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            out = bn(v, training=True)
+            loss = tf.reduce_sum(out * tf.range(1.0, 4.0) * tf.range(1.0, 3.0)[:, None])
+        return out, tape.gradient(loss, v)
+
+    out, grad = step(tf.reshape(tf.range(6.0), [2, 3]) * (R + 1))
+    assert out.shape == (2, 3) and grad.shape == (2, 3)
+
+
+@test
+def reducescatter_refuses_an_op_where_horovod_has_device_dense():
+    try:
+        hvd.reducescatter(tf.ones([N]), hvd.Sum)
+        raise AssertionError("an op in device_dense's place was accepted")
+    except TypeError as e:
+        assert "device_dense" in str(e), e
 
 
 @test

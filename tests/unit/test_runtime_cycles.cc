@@ -8,6 +8,8 @@
 // hundreds of cycles where the bound allows a few.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+
 #include <chrono>
 #include <thread>
 
@@ -246,21 +248,31 @@ TEST_CASE("idle ranks lengthen their period together after 64 idle cycles, and w
   ThreadChecks checks;
   uint64_t cycles[2] = {0, 0};
   double seconds[2] = {0, 0};
+  std::atomic<int> counted{0};
   run_runtimes(3, o, [&](int r, Runtime& rt) {
     const uint64_t before = rt.counters().cycles;
     const auto t0 = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     // A starved thread may need longer for the first 64 idle cycles.
+    // The count is of consecutive idle cycles: read once, as a peer's
+    // submission below makes the next cycle busy and resets it.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (rt.counters().idle_cycles < kIdleCyclesBeforeLongPeriod &&
-           std::chrono::steady_clock::now() < deadline)
+    uint64_t idle = rt.counters().idle_cycles;
+    while (idle < kIdleCyclesBeforeLongPeriod && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      idle = rt.counters().idle_cycles;
+    }
     if (r < 2) {
       cycles[r] = rt.counters().cycles - before;
       seconds[r] = seconds_since(t0);
     }
-    checks.expect(rt.counters().idle_cycles >= kIdleCyclesBeforeLongPeriod,
-                  "idle cycles counted: " + std::to_string(rt.counters().idle_cycles));
+    checks.expect(idle >= kIdleCyclesBeforeLongPeriod,
+                  "idle cycles counted: " + std::to_string(idle));
+    // Nobody submits before every rank has seen its idle cycles: a pending
+    // op anywhere makes every rank's cycles busy.
+    ++counted;
+    while (counted.load() < 3 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // Work after the long idle: every rank submits, the op completes.
     std::vector<float> buf(16, 1.0f);
     Status s = run_op(rt, allreduce_entry("x", DataType::kFloat32, {16}, buf.data(), buf.data()));

@@ -128,9 +128,17 @@ TEST_CASE("trace windows opened and closed again keep no event buffers of closed
     // The files are whole: each window's steps are there.
     for (int window = 0; window < 4; ++window) {
       TraceReader reader;
-      checks.expect(
-          reader.open({per_rank_trace_path(dir.file("w" + std::to_string(window)), r)}).ok(),
-          tag + "open window " + std::to_string(window));
+      const std::string which = tag + "window " + std::to_string(window);
+      if (!reader.open({per_rank_trace_path(dir.file("w" + std::to_string(window)), r)}).ok()) {
+        checks.expect(false, which + ": cannot open");
+        continue;
+      }
+      int steps = 0;
+      Status s = reader.scan_events(r, [&](const StoredEvent& e) {
+        steps += e.event.kind == static_cast<uint16_t>(EventKind::kStep);
+        return true;
+      });
+      checks.expect(s.ok() && steps == 5, which + ": " + std::to_string(steps) + " steps");
     }
   });
   INFO(checks.summary());

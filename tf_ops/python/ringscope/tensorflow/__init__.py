@@ -15,6 +15,7 @@ the same collectives in the same program order when names are not given.
 import atexit
 import ctypes
 import functools
+import re
 import threading
 
 import tensorflow as tf
@@ -199,9 +200,19 @@ def _auto_name(kind, name):
 
 
 def _thread_suffix():
-    """"" on the main thread, else "@" and the thread's name."""
+    """"" on the main thread, else "@" and the thread's name where the user
+    gave it one. Python's default names count threads per process
+    ("Thread-7 (save)", "ThreadPoolExecutor-0_1", "Dummy-3") and differ
+    across ranks as soon as one rank started one more thread: of those
+    only the target's name is kept ("@save"), else "@thread"."""
     thread = threading.current_thread()
-    return "" if thread is threading.main_thread() else f"@{thread.name}"
+    if thread is threading.main_thread():
+        return ""
+    default = re.fullmatch(r"(?:Thread|Dummy)-\d+(?: \((.*)\))?|ThreadPoolExecutor-\d+_\d+",
+                           thread.name)
+    if default:
+        return f"@{default.group(1) or 'thread'}"
+    return f"@{thread.name}"
 
 
 def _submit_together(cache, key, build, tensors):
@@ -317,7 +328,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     one row more than the others, as in Horovod. ``op``: Sum, Average, Min
     or Max. CPU tensors; every rank passes the same shape. Arguments in
     Horovod's order; ``device_dense`` is accepted and changes nothing."""
-    del device_dense
+    _check_device_dense(device_dense)
     op = _reduce_op(op, None)
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
@@ -328,12 +339,21 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     return compression.decompress(out, ctx)
 
 
+def _check_device_dense(device_dense):
+    """Horovod's device string, changing nothing here. An op in its place
+    (reducescatter(x, hvd.Sum), the order before 2026-12-01) would otherwise
+    be dropped silently and the default Average used."""
+    if not isinstance(device_dense, str):
+        raise TypeError(f"ringscope: reducescatter's second argument is device_dense (a device "
+                        f"string, as in Horovod), got {device_dense!r}; pass the op as op=...")
+
+
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=None,
                           prescale_factor=1.0, postscale_factor=1.0, name=None,
                           ignore_name_scope=False):
     """reducescatter of each tensor of a list; they are submitted together
     (eagerly too). Arguments in Horovod's order."""
-    del device_dense
+    _check_device_dense(device_dense)
     base = _auto_name("grouped_reducescatter", name)
 
     def build(ts):

@@ -10,14 +10,26 @@ import tensorflow as tf
 
 
 def _variable_label(var, index):
-    """The variable's place and its layer/variable name ("3/dense/kernel",
-    also for a layer Keras numbered "dense_3").
+    """The variable's place, its layer/variable name and shape
+    ("3/dense/kernel:784x128", also for a layer Keras numbered "dense_3").
     Only the last two parts of its path: a Sequential model's variables are
     "sequential/dense/kernel" where it was built and "dense/kernel" where it
     was loaded from a file (Horovod's resume pattern loads on rank 0 only),
     and a name that differs across ranks is never matched."""
     path = getattr(var, "path", None) or getattr(var, "name", None) or "var"
-    return f"{index}/" + "/".join(_counter_free(part) for part in path.split("/")[-2:])
+    label = "/".join(_counter_free(part) for part in path.split("/")[-2:])
+    return f"{index}/{label}:{shape_tag(getattr(var, 'shape', None))}"
+
+
+def shape_tag(shape):
+    """"3x2" for a [3, 2] shape ("?" for an unknown one): with the counter
+    gone, two models' "0/dense/kernel" (a GAN's two tapes) differ by shape,
+    so one name never alternates between shapes (each change would miss
+    the response cache)."""
+    if shape is None:
+        return "?"
+    dims = list(shape)
+    return "x".join("?" if d is None else str(int(d)) for d in dims) or "scalar"
 
 
 def _counter_free(part):

@@ -31,8 +31,11 @@ _SUM, _AVERAGE = 0, 1
 
 
 def _grad_name(op, suffix="grad"):
-    if not tf.executing_eagerly():
-        return ""  # the gradient node's name, unique in its graph
+    """The forward op's name and ``suffix`` when it has one (eagerly and in a
+    graph: a graph node's own name carries scopes such as Keras's
+    counter-numbered layer names, which differ across ranks that built a
+    different number of layers); else "" (the gradient node's name, unique
+    in its graph; eagerly, the kind's fixed name)."""
     name = op.get_attr("tensor_name")
     if isinstance(name, bytes):
         name = name.decode()

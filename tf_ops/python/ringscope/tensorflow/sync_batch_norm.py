@@ -29,7 +29,7 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
 
     def _moments(self, inputs, mask):
         from ringscope.tensorflow import Sum, allreduce, rank, size
-        from ringscope.tensorflow.gradient_tape import _counter_free
+        from ringscope.tensorflow.gradient_tape import _counter_free, shape_tag
 
         if size() == 1:
             return super()._moments(inputs, mask)
@@ -68,8 +68,10 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
         # Named without Keras's per-process layer counter (the graph node's
         # name would carry it): a rank that built one more layer would
         # otherwise wait on names the others never send.
+        # Layers of one width share the name (the same shape, so the
+        # response cache keeps hitting; in one graph they run in turn).
         stats = allreduce(row * tf.expand_dims(local, 0), op=Sum,
-                          name=f"{_counter_free(self.name)}/moments")
+                          name=f"{_counter_free(self.name)}/moments:{shape_tag(local.shape)}")
         counts, means, m2s = stats[:, 0], stats[:, 1], stats[:, 2]
         total = tf.maximum(tf.reduce_sum(counts, axis=0), eps)
         mean = tf.reduce_sum(counts * means, axis=0) / total

@@ -121,10 +121,12 @@ class MetricAverageCallback(_Callback):
                                 name=f"MetricAverageCallback/{key}")
                 logs[key] = float(avg.numpy())
             elif isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.number):
-                # Per-class metrics (F1Score(average=None)): averaged element-wise.
+                # Per-class metrics (F1Score(average=None)): averaged element-wise,
+                # in float64 (an integer array's mean is not an integer).
                 avg = allreduce(tf.constant(value.astype(np.float64)),
                                 name=f"MetricAverageCallback/{key}")
-                logs[key] = avg.numpy().astype(value.dtype, copy=False)
+                floating = np.issubdtype(value.dtype, np.floating)
+                logs[key] = avg.numpy().astype(value.dtype) if floating else avg.numpy()
 
 
 def _get_lr(model):
