@@ -14,7 +14,6 @@ the same collectives in the same program order when names are not given.
 
 import atexit
 import ctypes
-import functools
 import re
 import threading
 
@@ -450,49 +449,21 @@ def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=F
         var.assign(value)
 
 
-# What this build can do, under Horovod's names: MPI always (with
-# MPI_THREAD_MULTIPLE), NCCL and CUDA when compiled with them, nothing else.
-def mpi_built():
-    return True
-
-
-def mpi_enabled():
-    return True
-
-
-def mpi_threads_supported():
-    _topology(_c.ringscope_c_size)  # Horovod raises before init, so do we
-    return True
-
-
-def gloo_built():
-    return False
-
-
-def gloo_enabled():
-    return False
-
-
-@functools.lru_cache(maxsize=None)
-def cuda_built():
-    return bool(_c.ringscope_c_built_with_cuda())
-
-
-def nccl_built():
-    return cuda_built()  # ringscope's GPU path is built with both or neither
-
-
-def rocm_built():
-    return False
-
-
-def ddl_built():
-    return False
-
-
-def ccl_built():
-    return False
-
+# What this build can do, under Horovod's names, and the Horovod names it
+# lacks (a module __getattr__ that says so).
+from ringscope.tensorflow.capabilities import (  # noqa: E402,F401
+    __getattr__,
+    ccl_built,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rocm_built,
+)
 
 # Imported last: these modules use the functions above at import time.
 from ringscope.tensorflow import gradients  # noqa: E402,F401  (registers the ops' gradients)
@@ -508,24 +479,3 @@ from ringscope.tensorflow.keras.callbacks import (  # noqa: E402,F401
     StepMarkCallback,
 )
 
-
-# Horovod names ringscope does not provide (docs/tensorflow.md, "Not
-# provided"): an AttributeError that says so and what to use instead,
-# rather than a bare "has no attribute".
-_NOT_PROVIDED = {
-    "ProcessSet": "process sets", "add_process_set": "process sets",
-    "remove_process_set": "process sets", "global_process_set": "process sets",
-    "elastic": "elastic training", "Adasum": "the Adasum op", "Product": "the Product op",
-    "BroadcastGlobalVariablesHook": "TF1 session hooks (use broadcast_variables or "
-    "BroadcastGlobalVariablesCallback)",
-    "broadcast_object_fn": "TF1 sessions (use broadcast_object)",
-    "broadcast_": "the in-place broadcast_ (use broadcast, or broadcast_variables)",
-    "mpi_ops": "horovod.tensorflow.mpi_ops (its functions are in ringscope.tensorflow)",
-}
-
-
-def __getattr__(name):
-    if name in _NOT_PROVIDED:
-        raise AttributeError(f"ringscope.tensorflow has no {name}: ringscope does not provide "
-                             f"{_NOT_PROVIDED[name]}; see docs/tensorflow.md, 'Not provided'")
-    raise AttributeError(f"module 'ringscope.tensorflow' has no attribute {name!r}")
