@@ -20,9 +20,13 @@ except ImportError:  # pragma: no cover - depends on the environment
     _pickler = pickle
 
 
-def _require_eager(what):
+def _require_eager(what, session=None):
+    """``what`` runs eagerly only, and takes Horovod's TF1 ``session`` only as None."""
     if not tf.executing_eagerly():
         raise RuntimeError(f"ringscope: {what} runs eagerly only; call it outside tf.function")
+    if session is not None:
+        raise ValueError(f"ringscope: {what} takes no session (TensorFlow 1 sessions are not "
+                         "supported)")
 
 
 def _dumps(obj):
@@ -57,10 +61,7 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
     ``session`` is accepted for Horovod compatibility and must be None."""
     from ringscope.tensorflow import _auto_name, broadcast, rank
 
-    _require_eager("broadcast_object")
-    if session is not None:
-        raise ValueError("ringscope: broadcast_object takes no session (TensorFlow 1 sessions "
-                         "are not supported)")
+    _require_eager("broadcast_object", session)
     name = _auto_name("broadcast_object", name)  # never from obj: it differs between ranks
     root = rank() == int(root_rank)
     payload, error = _dumps_or_error(obj) if root else (np.zeros(0, np.uint8), None)
@@ -80,10 +81,7 @@ def allgather_object(obj, session=None, name=None):
     ``session`` is Horovod's TF1 argument: only None is taken."""
     from ringscope.tensorflow import _auto_name, allgather
 
-    _require_eager("allgather_object")
-    if session is not None:
-        raise ValueError("ringscope: allgather_object takes no session (TensorFlow 1 sessions "
-                         "are not supported)")
+    _require_eager("allgather_object", session)
     name = _auto_name("allgather_object", name)
     payload, error = _dumps_or_error(obj)
     size = -1 if error is not None else payload.size
