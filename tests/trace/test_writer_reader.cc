@@ -1,6 +1,7 @@
 // Writer -> reader round trips: concurrent recording from several threads
 // loses nothing and keeps every field; interning is stable; a too-small
-// buffer counts drops instead of blocking; file naming; window queries.
+// buffer counts drops instead of blocking; file naming; window queries; the
+// clustered layout of a live file and the statistics close() writes.
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
@@ -336,4 +337,219 @@ TEST_CASE("autotune trial and decision marks are stored, in SQL and through the 
                   Lane::kAutotune)
               .ok());
   CHECK(read == steps);
+}
+
+namespace {
+// One row of `sql` on `path` as text, columns joined by '|'; "" if none.
+std::string sql_row(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+  std::string row;
+  if (sqlite3_step(stmt) == SQLITE_ROW)
+    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+      const unsigned char* text = sqlite3_column_text(stmt, c);
+      row += (c ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "NULL");
+    }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return row;
+}
+
+// Events in four lanes from two threads, start times out of order within
+// each lane (spans recorded when they end, as the runtime does).
+void record_mixed_lanes(TraceWriter& writer, int per_thread) {
+  auto work = [&](int thread) {
+    static const EventKind kinds[] = {EventKind::kEnqueue, EventKind::kNegotiate,
+                                      EventKind::kFusionMember, EventKind::kRingAllgather};
+    for (int i = 0; i < per_thread; ++i) {
+      TraceEvent e;
+      e.kind = static_cast<uint16_t>(kinds[(i + thread) % 4]);
+      e.start_ns = 1'000'000 + int64_t{i} * 1000 - (i % 7) * 3000 + thread;
+      e.end_ns = e.start_ns + (i % 5) * 2500;
+      e.value = thread * per_thread + i;
+      writer.record(e);
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+}
+}  // namespace
+
+TEST_CASE("a live per-rank file is already clustered, and close() rewrites nothing",
+          "[trace][writer][layout]") {
+  test::TempDir dir;
+  const std::string path = dir.file("live.rank0.sqlite");
+  TraceWriter writer;
+  REQUIRE(writer.open(path, 0, 1).ok());
+  record_mixed_lanes(writer, 20'000);
+  REQUIRE(writer.flush().ok());
+  // While running: the clustered table, in key order, and every row there.
+  CHECK(
+      sql_row(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'events'") ==
+      "1");
+  CHECK(sql_row(path, "SELECT count(*) FROM events") == "40000");
+  CHECK(sql_row(path, "SELECT count(*) FROM sqlite_master WHERE name = 'cycles_by_number'") == "1");
+  {
+    TraceReader live;
+    REQUIRE(live.open({path}).ok());
+    CHECK_FALSE(live.ranks()[0].finalized);
+    int64_t previous_lane = -1, previous_start = INT64_MIN, seen = 0;
+    bool ordered = true;
+    REQUIRE(live.scan_events(0,
+                             [&](const StoredEvent& e) {
+                               const int64_t lane = static_cast<int64_t>(e.lane);
+                               if (lane < previous_lane ||
+                                   (lane == previous_lane && e.event.start_ns < previous_start))
+                                 ordered = false;
+                               previous_lane = lane;
+                               previous_start = e.event.start_ns;
+                               return ++seen, true;
+                             })
+                .ok());
+    CHECK(ordered);
+    CHECK(seen == 40'000);
+  }
+  REQUIRE(writer.close().ok());
+  // The statistics close() wrote from its counts are what a scan gives.
+  const std::string stored = sql_row(
+      path,
+      "SELECT group_concat(lane || ':' || event_count || ':' || max_dur_ns || ':' || "
+      "first_start_ns || ':' || last_end_ns, ' ') FROM (SELECT * FROM lane_stats ORDER BY lane)");
+  const std::string scanned =
+      sql_row(path,
+              "SELECT group_concat(lane || ':' || n || ':' || d || ':' || f || ':' || l, ' ') FROM "
+              "(SELECT lane, count(*) n, max(dur_ns) d, min(start_ns) f, max(start_ns + dur_ns) l "
+              "FROM events GROUP BY lane ORDER BY lane)");
+  CHECK(!stored.empty());
+  CHECK(stored == scanned);
+  CHECK(sql_row(path, "SELECT event_count, finalized FROM ranks") ==
+        sql_row(path, "SELECT count(*), 1 FROM events"));
+  // Arrival order survives as `tie`: thread 0's events of one lane and start
+  // come back in the order recorded.
+  CHECK(sql_row(path, "SELECT count(DISTINCT tie) FROM events") == "40000");
+  CHECK(sql_row(path, "PRAGMA integrity_check") == "ok");
+  CHECK(sql_row(path, "PRAGMA journal_mode") == "delete");  // one self-contained file
+}
+
+TEST_CASE("an unclosed file of an earlier build (events in arrival order) still reads",
+          "[trace][reader][layout]") {
+  test::TempDir dir;
+  const std::string path = dir.file("old.rank0.sqlite");
+  {
+    TraceWriter writer;
+    REQUIRE(writer.open(path, 0, 1).ok());
+    record_mixed_lanes(writer, 2'000);
+    REQUIRE(writer.close().ok());
+  }
+  // What an earlier build left when killed: a rowid table in arrival order,
+  // no lane_stats, ranks.finalized = 0.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "BEGIN; DROP VIEW events_v; DROP VIEW settings_v;"
+                       "ALTER TABLE events RENAME TO clustered;"
+                       "CREATE TABLE events(rank INTEGER NOT NULL, lane INTEGER NOT NULL,"
+                       " kind INTEGER NOT NULL, start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL,"
+                       " cycle INTEGER, seq_index INTEGER, name_id INTEGER, bytes INTEGER,"
+                       " value INTEGER, peer_send INTEGER, peer_recv INTEGER, step INTEGER,"
+                       " aux INTEGER, thread INTEGER);"
+                       "INSERT INTO events SELECT rank, lane, kind, start_ns, dur_ns, cycle,"
+                       " seq_index, name_id, bytes, value, peer_send, peer_recv, step, aux,"
+                       " thread FROM clustered ORDER BY tie;"
+                       "DROP TABLE clustered; DELETE FROM lane_stats;"
+                       "UPDATE ranks SET finalized = 0; COMMIT;",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CHECK_FALSE(reader.ranks()[0].finalized);
+  CHECK(reader.max_duration(0, Lane::kRing) == 10'000);
+  std::vector<StoredEvent> window;
+  REQUIRE(reader.events_in_window(0, Lane::kRing, 0, INT64_MAX / 4, &window).ok());
+  CHECK(window.size() == 1'000);
+  for (size_t i = 1; i < window.size(); ++i)
+    CHECK(window[i - 1].event.start_ns <= window[i].event.start_ns);
+  int64_t seen = 0;
+  REQUIRE(reader.scan_events(0, [&](const StoredEvent&) { return ++seen, true; }).ok());
+  CHECK(seen == 4'000);
+}
+
+TEST_CASE("the size cap is reported once the file reaches it, and a background close finishes it",
+          "[trace][writer][cap]") {
+  test::TempDir dir;
+  const std::string path = dir.file("capped.rank0.sqlite");
+  TraceWriterOptions options;
+  options.size_cap_bytes = 512 * 1024;
+  TraceWriter writer(options);
+  REQUIRE(writer.open(path, 0, 1).ok());
+  CHECK_FALSE(writer.at_size_cap());
+  int64_t recorded = 0;
+  auto record_some = [&](int count) {
+    for (int i = 0; i < count; ++i, ++recorded) {
+      TraceEvent e;
+      e.kind = static_cast<uint16_t>(EventKind::kRingAllgather);
+      e.start_ns = recorded * 1000;
+      e.end_ns = e.start_ns + 700;
+      e.value = recorded;
+      writer.record(e);
+    }
+    REQUIRE(writer.flush().ok());
+  };
+  record_some(1000);
+  CHECK_FALSE(writer.at_size_cap());  // ~40 KiB
+  CHECK(writer.size_bytes() > 0);
+  CHECK(writer.size_bytes() < options.size_cap_bytes);
+  while (!writer.at_size_cap() && recorded < 1'000'000) record_some(1000);
+  REQUIRE(writer.at_size_cap());
+  CHECK(writer.size_bytes() >= options.size_cap_bytes);
+  // The cap only reports: the writer goes on until its owner stops it.
+  record_some(1000);
+  CHECK(writer.written_events() == static_cast<uint64_t>(recorded));
+  writer.close_in_background({{"stopped_by", "size cap (test)"}});
+  CHECK(writer.is_open());  // until close() has waited for the thread
+  TraceEvent late;
+  late.kind = static_cast<uint16_t>(EventKind::kStep);
+  writer.record(late);  // after the stop: not written, counted
+  REQUIRE(writer.close().ok());
+  CHECK(writer.dropped_events() == 1);
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CHECK(reader.ranks()[0].finalized);
+  // `late` is in the file's dropped count (with a DROPPED mark) if the
+  // thread had not finished the file yet when it came, else only counted.
+  const int64_t stored_drops = reader.ranks()[0].dropped_events;
+  CHECK((stored_drops == 0 || stored_drops == 1));
+  CHECK(reader.ranks()[0].event_count == recorded + stored_drops);
+  CHECK(reader.meta_value("stopped_by", "") == "size cap (test)");
+  CHECK(sql_row(path, "PRAGMA journal_mode") == "delete");
+}
+
+TEST_CASE(
+    "without a cap the writer never reports one, and close() after a background close is "
+    "harmless",
+    "[trace][writer][cap]") {
+  test::TempDir dir;
+  const std::string path = dir.file("uncapped.rank0.sqlite");
+  TraceWriter writer;
+  REQUIRE(writer.open(path, 0, 1).ok());
+  for (int i = 0; i < 50'000; ++i) {
+    TraceEvent e;
+    e.kind = static_cast<uint16_t>(EventKind::kEnqueue);
+    e.start_ns = e.end_ns = i;
+    writer.record(e);
+  }
+  REQUIRE(writer.flush().ok());
+  CHECK_FALSE(writer.at_size_cap());
+  writer.close_in_background();
+  writer.close_in_background();  // a second call changes nothing
+  REQUIRE(writer.close().ok());
+  CHECK_FALSE(writer.is_open());
+  CHECK(writer.close().code() == StatusCode::kNotInitialized);
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  CHECK(reader.ranks()[0].event_count == 50'000);
+  CHECK(reader.meta_value("stopped_by", "none") == "none");
 }

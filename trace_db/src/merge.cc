@@ -155,12 +155,12 @@ Status merge_traces(const std::vector<std::string>& inputs, const std::string& o
     if (status.ok())
       status = sql::exec(
           db.get(), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;");
-    if (status.ok()) status = schema::create(db.get(), schema::EventLayout::kClustered);
+    if (status.ok()) status = schema::create(db.get(), schema::IndexTiming::kAfterLoading);
     if (status.ok()) status = sql::exec(db.get(), "BEGIN");
     if (status.ok()) status = write_header_tables(db.get(), reader);
     if (status.ok()) status = copy_events(db.get(), reader, &events);
     if (status.ok()) status = sql::exec(db.get(), "COMMIT");
-    if (status.ok()) status = schema::finalize(db.get(), schema::EventLayout::kClustered);
+    if (status.ok()) status = schema::finalize(db.get(), /*lane_stats_written=*/false);
     sql::Stmt vacuum;
     if (status.ok()) status = vacuum.prepare(db.get(), "VACUUM INTO ?");
     if (status.ok()) {

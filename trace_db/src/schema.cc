@@ -36,14 +36,6 @@ CREATE TABLE lane_stats(rank INTEGER NOT NULL, lane INTEGER NOT NULL, event_coun
                         PRIMARY KEY(rank, lane)) WITHOUT ROWID;
 )sql";
 
-constexpr const char* kAppendEvents = R"sql(
-CREATE TABLE events(
-  rank INTEGER NOT NULL, lane INTEGER NOT NULL, kind INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL,
-  cycle INTEGER, seq_index INTEGER, name_id INTEGER, bytes INTEGER, value INTEGER,
-  peer_send INTEGER, peer_recv INTEGER, step INTEGER, aux INTEGER, thread INTEGER);
-)sql";
-
 // Primary-key columns are declared first: SQLite 3.40's quick_check reports
 // false "NULL value" errors on WITHOUT ROWID tables declared otherwise.
 constexpr const char* kClusteredEvents = R"sql(
@@ -55,10 +47,9 @@ CREATE TABLE events(
   PRIMARY KEY(rank, lane, start_ns, tie)) WITHOUT ROWID;
 )sql";
 
-// The events columns other than the clustered key (rank, lane, start_ns, tie).
-constexpr const char* kEventColumnsAfterKey =
-    "kind, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, peer_recv, step, aux, "
-    "thread";
+// One CYCLE event per loop iteration: finds the time of a cycle quickly.
+constexpr const char* kCycleIndex =
+    "CREATE INDEX IF NOT EXISTS cycles_by_number ON events(cycle, rank) WHERE lane = 0;";
 
 constexpr const char* kViews = R"sql(
 CREATE VIEW events_v AS
@@ -115,11 +106,14 @@ Status fill_enum_tables(sqlite3* db) {
 
 }  // namespace
 
-Status create(sqlite3* db, EventLayout layout) {
+Status create(sqlite3* db, IndexTiming index_timing) {
   std::string ddl = "BEGIN;";
   ddl += kCommonTables;
-  ddl += layout == EventLayout::kAppendLog ? kAppendEvents : kClusteredEvents;
+  ddl += kClusteredEvents;
   ddl += kViews;
+  // Kept as rows arrive it costs the writer one entry per cycle (lane 0
+  // only); made at close it would cost a scan of the whole table.
+  if (index_timing == IndexTiming::kNow) ddl += kCycleIndex;
   if (Status s = sql::exec(db, ddl); !s.ok()) return s;
   if (Status s = fill_enum_tables(db); !s.ok()) return s;
   if (Status s = put_meta(db, {{"schema_version", kTraceSchemaVersion}}); !s.ok()) return s;
@@ -138,30 +132,40 @@ Status put_meta(sqlite3* db, const std::map<std::string, std::string>& meta) {
   return Status::OK();
 }
 
-Status finalize(sqlite3* db, EventLayout layout) {
-  std::string ddl = "BEGIN;";
-  if (layout == EventLayout::kAppendLog) {
-    // Rewrite the log into the clustered table (the views name `events`, so
-    // they are dropped and made again around the swap). `tie` is the arrival
-    // number, which keeps equal (rank, lane, start_ns) keys unique and ordered.
-    ddl +=
-        "DROP VIEW IF EXISTS events_v; DROP VIEW IF EXISTS settings_v;"
-        "ALTER TABLE events RENAME TO events_log;";
-    ddl += kClusteredEvents;
-    ddl += std::string("INSERT INTO events(rank, lane, start_ns, tie, ") + kEventColumnsAfterKey +
-           ") SELECT rank, lane, start_ns, rowid, " + kEventColumnsAfterKey +
-           " FROM events_log ORDER BY rank, lane, start_ns, rowid;";
-    ddl += "DROP TABLE events_log;";
-    ddl += kViews;
+Status put_lane_stats(sqlite3* db, int rank, const std::map<int, LaneStats>& lanes) {
+  sql::Stmt stmt;
+  if (Status s = stmt.prepare(db,
+                              "INSERT OR REPLACE INTO lane_stats(rank, lane, event_count,"
+                              " max_dur_ns, first_start_ns, last_end_ns) VALUES(?,?,?,?,?,?)");
+      !s.ok())
+    return s;
+  for (const auto& [lane, stats] : lanes) {
+    stmt.bind(1, rank);
+    stmt.bind(2, lane);
+    stmt.bind(3, stats.event_count);
+    stmt.bind(4, stats.max_dur_ns);
+    stmt.bind(5, stats.first_start_ns);
+    stmt.bind(6, stats.last_end_ns);
+    if (Status s = stmt.run(); !s.ok()) return s;
   }
-  // One kCycle event per loop iteration: finds the time of a cycle quickly.
+  return Status::OK();
+}
+
+Status finalize(sqlite3* db, bool lane_stats_written) {
+  std::string ddl = "BEGIN;";
+  ddl += kCycleIndex;
+  if (!lane_stats_written)
+    ddl +=
+        "DELETE FROM lane_stats;"
+        "INSERT INTO lane_stats SELECT rank, lane, count(*), max(dur_ns), min(start_ns),"
+        "  max(start_ns + dur_ns) FROM events GROUP BY rank, lane;";
+  // event_count from lane_stats: the same count without another scan.
+  // ANALYZE reads a sample of each index (analysis_limit), not every row:
+  // the planner needs their shape, and a full pass cost 0.1 s per M events.
   ddl +=
-      "CREATE INDEX IF NOT EXISTS cycles_by_number ON events(cycle, rank) WHERE lane = 0;"
-      "DELETE FROM lane_stats;"
-      "INSERT INTO lane_stats SELECT rank, lane, count(*), max(dur_ns), min(start_ns),"
-      "  max(start_ns + dur_ns) FROM events GROUP BY rank, lane;"
-      "UPDATE ranks SET event_count = (SELECT count(*) FROM events e WHERE e.rank = ranks.rank),"
-      "  finalized = 1;"
+      "UPDATE ranks SET event_count = (SELECT coalesce(sum(event_count), 0) FROM lane_stats s"
+      "  WHERE s.rank = ranks.rank), finalized = 1;"
+      "PRAGMA analysis_limit=1000;"
       "ANALYZE;"
       "COMMIT;";
   return sql::exec(db, ddl);

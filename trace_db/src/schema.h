@@ -1,5 +1,5 @@
-// Schema v1 of a ringscope trace file: DDL for both physical layouts of the
-// events table, the enum tables filled from the C++ enums, finalization
+// Schema v1 of a ringscope trace file: DDL of the tables and the events
+// table's layout, the enum tables filled from the C++ enums, finalization
 // (indexes, lane statistics) and validation of a file opened for reading.
 // docs/trace-schema.md documents every table and column defined here.
 #pragma once
@@ -13,28 +13,37 @@
 
 namespace ringscope::schema {
 
-enum class EventLayout {
-  // Per-rank file while running: a rowid table appended in arrival order
-  // (cheap inserts, crash-safe). finalize() rewrites it into the clustered
-  // layout below, so a closed per-rank file needs no separate index.
-  kAppendLog,
-  // Merged file: a WITHOUT ROWID table clustered on (rank, lane, start_ns,
-  // tie), so the table is its own window index (no separate index to store).
-  kClustered,
+// Every file holds one layout of `events`: a WITHOUT ROWID table clustered
+// on (rank, lane, start_ns, tie), so the table is its own window index. The
+// writer inserts into it as it runs (`tie` is the arrival number), so a
+// live, killed or closed per-rank file is laid out alike and close() has
+// nothing to rewrite. Files of earlier builds may hold a rowid table in
+// arrival order while unclosed; readers need neither layout (they only use
+// the column names).
+enum class IndexTiming {
+  kNow,          // a file written row by row (the writer): indexes kept as it grows
+  kAfterLoading  // a bulk load (merge): indexes made by finalize(), after it
 };
 
 // Creates every table, the enum tables and the views. `db` must be empty.
-Status create(sqlite3* db, EventLayout layout);
+Status create(sqlite3* db, IndexTiming index_timing);
 
 // Inserts or replaces meta key/values.
 Status put_meta(sqlite3* db, const std::map<std::string, std::string>& meta);
 
-// After the bulk load: the append log becomes the clustered table (about
-// 37 instead of 52 bytes per event), then lane_stats and ANALYZE. The caller
-// runs VACUUM afterwards to give the freed pages back.
-Status finalize(sqlite3* db, EventLayout layout);
+// After the load: the indexes not made yet, ranks.event_count and finalized,
+// and ANALYZE. lane_stats is recomputed with one scan unless the caller
+// stored it (`lane_stats_written`: the writer counts it as it inserts).
+Status finalize(sqlite3* db, bool lane_stats_written);
 
-// Column list of the events table in insertion order (without tie).
+// One lane_stats row (the writer's counts, written by its close()).
+struct LaneStats {
+  int64_t event_count = 0, max_dur_ns = 0, first_start_ns = 0, last_end_ns = 0;
+};
+Status put_lane_stats(sqlite3* db, int rank, const std::map<int, LaneStats>& lanes);
+
+// Column list of the events table as the readers select it (without tie,
+// which writers bind after these).
 inline constexpr const char* kEventColumns =
     "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, "
     "peer_recv, step, aux, thread";

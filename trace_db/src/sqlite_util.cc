@@ -48,7 +48,7 @@ Status open_read_only(const std::string& path, Db* out) {
       sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return error(raw, rc, "opening " + path);
-  // The writer's close (checkpoint, layout rewrite) holds locks for a moment.
+  // The writer's close (statistics, checkpoint, VACUUM) holds locks for a moment.
   sqlite3_busy_timeout(raw, 2000);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);

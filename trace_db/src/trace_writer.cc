@@ -81,7 +81,7 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
                            "PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=4096;");
       !s.ok())
     return s;
-  if (Status s = schema::create(db.get(), schema::EventLayout::kAppendLog); !s.ok()) return s;
+  if (Status s = schema::create(db.get(), schema::IndexTiming::kNow); !s.ok()) return s;
   const std::string host = host_name();
   std::map<std::string, std::string> all = {
       {"rank", std::to_string(rank)},
@@ -109,8 +109,8 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   add_rank.bind(4, start_utc);
   if (Status s = add_rank.run(); !s.ok()) return s;
   // One row, and kRowsPerInsert rows per statement (fewer VM runs per event).
-  const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-  std::string insert = std::string("INSERT INTO events(") + schema::kEventColumns + ") VALUES";
+  const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  std::string insert = std::string("INSERT INTO events(") + schema::kEventColumns + ", tie) VALUES";
   if (Status s = m.insert_event.prepare(db.get(), insert + row); !s.ok()) return s;
   std::string batch = insert + row;
   for (size_t i = 1; i < Impl::kRowsPerInsert; ++i) batch += "," + row;
@@ -125,6 +125,13 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
           " dropped_events=?, event_count=? WHERE rank=?");
       !s.ok())
     return s;
+  if (Status s = m.page_count.prepare(db.get(), "PRAGMA page_count"); !s.ok()) return s;
+  {
+    sql::Stmt page_size;
+    if (Status s = page_size.prepare(db.get(), "PRAGMA page_size"); !s.ok()) return s;
+    Status s;
+    if (page_size.step(&s)) m.page_size = page_size.column_int(0);
+  }
   m.db = std::move(db);
   m.stopping = false;
   m.phase.store(Impl::kOpen, std::memory_order_relaxed);
@@ -135,7 +142,8 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
     return Status::OK();
   m.accepting.store(false, std::memory_order_release);
   m.phase.store(Impl::kClosed, std::memory_order_relaxed);
-  for (sql::Stmt* st : {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank})
+  for (sql::Stmt* st :
+       {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank, &m.page_count})
     *st = sql::Stmt();  // finalized, so the connection closes now
   m.db.reset();
   return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
@@ -251,61 +259,98 @@ size_t TraceWriter::buffer_bytes() const {
   return bytes;
 }
 
-Status TraceWriter::close() {
-  Impl& m = *impl_;
-  if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
-  std::vector<SpscEventBuffer*> buffers;
+void TraceWriter::Impl::stop_accepting() {
   {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    m.accepting.store(false, std::memory_order_seq_cst);
-    for (auto& buffer : m.buffers) buffers.push_back(buffer.get());
+    std::lock_guard<std::mutex> lock(mutex);
+    accepting.store(false, std::memory_order_seq_cst);
+    for (auto& buffer : buffers) closing_buffers.push_back(buffer.get());
   }
   // A record() that saw the writer accepting finishes its push (a few
   // instructions; no lock, no allocation): the writer's last pass takes it.
-  for (SpscEventBuffer* buffer : buffers)
+  for (SpscEventBuffer* buffer : closing_buffers)
     while (buffer->recording()) std::this_thread::yield();
-  m.stopping.store(true, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    m.wake.notify_all();
-  }
-  m.writer.join();
-  Status status = m.first_error;
+  stopping.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mutex);
+  wake.notify_all();
+}
+
+Status TraceWriter::Impl::finish() {
+  Status status = first_error;
   // Events left after a write error are counted, never silently lost.
-  for (SpscEventBuffer* buffer : buffers) m.late_events.fetch_add(buffer->size());
-  if (!m.failed) {
-    status = m.write_side_tables(true);
-    if (status.ok()) status = m.commit();
+  for (SpscEventBuffer* buffer : closing_buffers) late_events.fetch_add(buffer->size());
+  if (!failed) {
+    status = write_side_tables(true);
+    if (status.ok()) status = commit();
     if (status.ok()) {
       sql::Stmt duration;
-      status = duration.prepare(m.db.get(), "UPDATE ranks SET duration_ns = ? WHERE rank = ?");
-      duration.bind(1, now_ns());
-      duration.bind(2, m.rank);
+      status = duration.prepare(db.get(), "UPDATE ranks SET duration_ns = ? WHERE rank = ?");
+      duration.bind(1, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - epoch)
+                           .count());
+      duration.bind(2, rank);
       if (status.ok()) status = duration.run();
     }
-    if (status.ok())
-      status = schema::put_meta(m.db.get(), {{"end_utc_ns", std::to_string(utc_now_ns())}});
-    if (status.ok()) status = schema::finalize(m.db.get(), schema::EventLayout::kAppendLog);
+    std::map<std::string, std::string> meta;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      meta = close_meta;
+    }
+    meta["end_utc_ns"] = std::to_string(utc_now_ns());
+    if (status.ok()) status = schema::put_meta(db.get(), meta);
+    if (status.ok()) {
+      std::map<int, schema::LaneStats> stats;
+      for (int lane = 0; lane < kLaneCount; ++lane)
+        if (lanes[static_cast<size_t>(lane)].event_count > 0)
+          stats[lane] = lanes[static_cast<size_t>(lane)];
+      status = schema::put_lane_stats(db.get(), rank, stats);
+    }
+    if (status.ok()) status = schema::finalize(db.get(), /*lane_stats_written=*/true);
     // Compaction into one file. The trace is complete and committed before
     // this, and both steps are transactional: a reader still open on the file
     // (a viewer following the run) keeps SQLite from leaving WAL mode or
     // vacuuming, and then the file simply stays as it is (readers handle
     // WAL mode), so neither failing loses anything or is an error.
     if (status.ok() &&
-        sql::exec(m.db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;").ok())
-      (void)sql::exec(m.db.get(), "VACUUM;");
+        sql::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;").ok())
+      (void)sql::exec(db.get(), "VACUUM;");
   }
-  if (m.in_transaction) {  // not committed: rolled back when the connection closes
-    m.late_events.fetch_add(m.uncommitted);
-    m.uncommitted = 0;
+  if (in_transaction) {  // not committed: rolled back when the connection closes
+    late_events.fetch_add(uncommitted);
+    uncommitted = 0;
+  }
+  return status;
+}
+
+void TraceWriter::close_in_background(const std::map<std::string, std::string>& meta) {
+  Impl& m = *impl_;
+  if (!is_open() || m.closing_in_background.load() || m.stopping.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    for (const auto& [key, value] : meta) m.close_meta[key] = value;
+  }
+  m.closing_in_background.store(true);
+  m.stop_accepting();
+}
+
+bool TraceWriter::at_size_cap() const { return impl_->at_cap.load(std::memory_order_relaxed); }
+int64_t TraceWriter::size_bytes() const { return impl_->size_bytes.load(); }
+
+Status TraceWriter::close() {
+  Impl& m = *impl_;
+  if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
+  if (!m.closing_in_background.load()) {
+    m.stop_accepting();
+    m.writer.join();
+    m.close_status = m.finish();
+  } else {
+    m.writer.join();  // it ran finish() before ending
   }
   m.phase.store(Impl::kClosed, std::memory_order_relaxed);
-  m.insert_event = sql::Stmt();
-  m.insert_event_batch = sql::Stmt();
-  m.insert_string = sql::Stmt();
-  m.update_rank = sql::Stmt();
+  for (sql::Stmt* st :
+       {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank, &m.page_count})
+    *st = sql::Stmt();
   m.db.reset();
-  return status;
+  return m.close_status;
 }
 
 std::string trace_path_from_env(int rank) {

@@ -3,16 +3,20 @@
 // trace_writer_thread.cc (the writer thread that drains into SQLite).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "ringscope/trace_schema.h"
 #include "ringscope/trace_writer.h"
+#include "schema.h"
 #include "spsc_buffer.h"
 #include "sqlite_util.h"
 
@@ -31,10 +35,17 @@ struct TraceWriter::Impl {
   void writer_loop();
   size_t drain_all();  // inserts what is buffered; returns rows
   Status insert_events(const TraceEvent* events, size_t count);
-  Status write_side_tables(bool force);  // strings, dropped mark, ranks row
+  void count_inserted(const TraceEvent& event);  // into `lanes`
+  Status write_side_tables(bool force);          // strings, dropped mark, ranks row
   Status begin_if_needed();
   Status commit();
   void fail(const Status& status);
+  void check_size();  // after a commit: size_bytes, at_cap
+  // close() in two halves, shared with close_in_background(): stop taking
+  // events (and wait for record() calls in progress), then, once the writer
+  // thread has drained everything, write the statistics and compact.
+  void stop_accepting();
+  Status finish();
 
   const TraceWriterOptions options;
   const uint64_t id = next_id.fetch_add(1);  // never reused, keys the thread cache
@@ -44,7 +55,7 @@ struct TraceWriter::Impl {
   int rank = 0;
   sql::Db db;
   static constexpr size_t kRowsPerInsert = 32;
-  sql::Stmt insert_event, insert_event_batch, insert_string, update_rank;
+  sql::Stmt insert_event, insert_event_batch, insert_string, update_rank, page_count;
   std::chrono::steady_clock::time_point epoch;
   std::thread writer;
   std::atomic<bool> accepting{false};
@@ -77,11 +88,31 @@ struct TraceWriter::Impl {
   uint64_t dropped_written = 0;      // dropped total already stored
   uint64_t event_count_written = 0;  // ranks.event_count already stored
   uint64_t uncommitted = 0;          // rows inserted in the open transaction
+  int64_t next_tie = 0;              // arrival number: the key's last column
+  // Per lane, what lane_stats will say: counted as rows are inserted, so
+  // close() writes them instead of scanning the table.
+  std::array<schema::LaneStats, kLaneCount> lanes{};
+  struct Row {  // an event of the batch being inserted, in key order
+    int lane;
+    int64_t tie;
+    const TraceEvent* event;
+  };
+  std::vector<Row> order;            // kept across batches (no allocation per batch)
   std::atomic<uint64_t> written{0};  // rows committed
   // Recorded after close began, discarded after a write error, or rolled
   // back with a transaction that could not commit.
   std::atomic<uint64_t> late_events{0};
   bool failed = false;
+
+  std::atomic<int64_t> size_bytes{0};
+  std::atomic<bool> at_cap{false};
+  int64_t page_size = 4096;
+  // close_in_background(): the writer thread runs finish() before it ends
+  // and leaves its status for close(). Set before the thread is told to stop.
+  std::atomic<bool> closing_in_background{false};
+  std::map<std::string, std::string> close_meta;  // guarded by mutex
+  std::vector<SpscEventBuffer*> closing_buffers;  // stop_accepting()'s snapshot
+  Status close_status;
 };
 
 }  // namespace ringscope

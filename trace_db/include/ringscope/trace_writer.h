@@ -26,6 +26,10 @@ struct TraceWriterOptions {
   int commit_interval_ms = 50;
   // How long the writer thread sleeps when every buffer is empty.
   int idle_sleep_ms = 5;
+  // Size of the file (its committed pages) at which at_size_cap() turns
+  // true; 0: never. The writer goes on writing: its owner decides when to
+  // stop (the runtime stops every rank's trace at one agreed cycle).
+  int64_t size_cap_bytes = 0;
 };
 
 // What `open` writes into the meta table besides the caller's key/values
@@ -48,6 +52,14 @@ class TraceWriter final : public Recorder {
   // concurrently with close() are counted as dropped, never written half.
   Status close();
   bool is_open() const;
+  // Stops taking events now, as close() does, and leaves draining,
+  // finalising and compacting the file to the writer thread, so the caller
+  // (the runtime's loop) does not wait for it. `meta` goes into the meta
+  // table. close() later waits for the thread and returns its status.
+  void close_in_background(const std::map<std::string, std::string>& meta = {});
+  // The file has reached options.size_cap_bytes (checked after each commit).
+  bool at_size_cap() const;
+  int64_t size_bytes() const;  // the file's committed pages, as last checked
 
   // Recorder. intern() is thread-safe and returns the same id for the same
   // text for the life of the file; record() is lock-free and allocation-free
