@@ -178,6 +178,12 @@ void Viewer::draw_toolbar() {
   ImGui::TextDisabled("%s  |  %zu ranks  |  %s events  |  %s", options_.traces.front().c_str(),
                       trace.ranks.size(), format_count(trace.event_count).c_str(),
                       format_duration(trace.end_ns - trace.begin_ns).c_str());
+  // A trace that ends before the run did says so where the eye starts.
+  if (const std::string stop = trace.reader.meta_value("stopped_by"); !stop.empty()) {
+    ImGui::SameLine();
+    ImGui::TextColored(to_vec4(colors::kLate), "|  tracing stopped early");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", stop.c_str());
+  }
   const float right = ImGui::GetWindowContentRegionMax().x;
   ImGui::SameLine(right - 420);
   ImGui::SetNextItemWidth(240);

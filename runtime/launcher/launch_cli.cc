@@ -117,8 +117,8 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   app.formatter(std::make_shared<LauncherFormatter>());
   app.prefix_command();  // the first word that is not one of ours starts the command
 
-  std::string np, hosts, hostfile, trace, settings, fusion_mb, cycle_ms, capacity, log_level,
-      mpi_args;
+  std::string np, hosts, hostfile, trace, trace_max_mb, settings, fusion_mb, cycle_ms, capacity,
+      log_level, mpi_args;
   app.add_option("--np", np, "number of ranks, >= 1 (required; -np N also works)")->type_name("N");
   app.add_option("-H,--hosts", hosts, "hosts and slots: host[:slots],... (default: this host)")
       ->type_name("HOSTS");
@@ -127,6 +127,11 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   app.add_option("--trace", trace,
                  "trace base path; rank r writes <base>.rank<r>.sqlite (sets RINGSCOPE_TRACE)")
       ->type_name("PATH");
+  app.add_option("--trace-max-mb", trace_max_mb,
+                 "size cap of each trace file in MiB: when a rank's file reaches it, every rank "
+                 "stops tracing and the run goes on; 0 = no cap (RINGSCOPE_TRACE_MAX_MB, "
+                 "default 1024)")
+      ->type_name("MB");
   app.add_option("--settings", settings,
                  "settings file (docs/settings-file.md); default: $RINGSCOPE_SETTINGS")
       ->type_name("FILE");
@@ -213,6 +218,7 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   set("--hosts", hosts, &o.hosts);
   set("--hostfile", hostfile, &o.hostfile);
   set("--trace", trace, &o.trace_path);
+  set("--trace-max-mb", trace_max_mb, &o.trace_max_mb);
   set("--settings", settings, &o.settings_path);
   set("--fusion-threshold-mb", fusion_mb, &o.fusion_threshold_mb);
   set("--cycle-time-ms", cycle_ms, &o.cycle_time_ms);

@@ -261,6 +261,12 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
                         "': cannot make it absolute (" + ec.message() + ")");
     assign(&out, "RINGSCOPE_TRACE", full.string());
   }
+  if (options.trace_max_mb) {
+    int64_t mib = 0;
+    s = parse_flag_int("--trace-max-mb", *options.trace_max_mb, 0, int64_t{1} << 24, &mib);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_TRACE_MAX_MB", std::to_string(mib));
+  }
   if (options.disable_cache) {
     if (options.cache_capacity)
       return Status(StatusCode::kInvalidArgument,

@@ -22,6 +22,7 @@ struct LaunchOptions {
   std::optional<std::string> hosts;     // -H host[:slots],...
   std::optional<std::string> hostfile;  // --hostfile FILE
   std::optional<std::string> trace_path;
+  std::optional<std::string> trace_max_mb;  // --trace-max-mb: each file's size cap
   std::optional<std::string> settings_path;
   std::optional<std::string> fusion_threshold_mb;
   std::optional<std::string> cycle_time_ms;

@@ -91,7 +91,7 @@ constexpr const char* kKnownVariables[] = {
     "RINGSCOPE_STALL_CHECK_SECONDS", "RINGSCOPE_STALL_SHUTDOWN_SECONDS",
     "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_CPU_ALLREDUCE", "RINGSCOPE_SHARED_MEMORY",
     "RINGSCOPE_DATA_THREADS", "RINGSCOPE_HIERARCHICAL_ALLREDUCE", "RINGSCOPE_LOG_LEVEL",
-    "RINGSCOPE_TRACE", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
+    "RINGSCOPE_TRACE", "RINGSCOPE_TRACE_MAX_MB", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
     "RINGSCOPE_AUTOTUNE_WINDOW_MS", "RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS",
     "RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "RINGSCOPE_AUTOTUNE_MAX_TRIALS",
     // launcher, Python, viewer
@@ -293,6 +293,12 @@ Status options_from_env(const EnvLookup& env, Options* out) {
   } else if (auto h = env("HOROVOD_TIMELINE"); h && !h->empty() && *h != "DYNAMIC") {
     // DYNAMIC is Horovod's "no trace at init; start_timeline() starts one".
     o.trace_path = trace_base_for_horovod_timeline(*h);
+  }
+  if (auto v = env("RINGSCOPE_TRACE_MAX_MB")) {
+    int64_t mib = 0;
+    s = parse_int("RINGSCOPE_TRACE_MAX_MB", *v, 0, int64_t{1} << 24, &mib);  // up to 16 TiB
+    if (!s.ok()) return s;
+    o.trace_max_bytes = mib << 20;
   }
   s = autotune_options_from_env(env, &o.autotune);
   if (!s.ok()) return s;

@@ -19,13 +19,15 @@
 namespace ringscope {
 
 enum CycleFlag : uint64_t {
-  kFlagUncached = 1,    // some rank has requests for the coordinator
-  kFlagShutdown = 2,    // some rank asked to shut down
-  kFlagStallCheck = 4,  // some rank has waited long: run a stall report
-  kFlagBusy = 8,        // some rank has tensors pending (Runtime::idle_cycles_)
-  kFlagJoined = 16,     // some rank has joined (Runtime::join)
-  kFlagJoinNew = 32,    // some rank joined this cycle: the coordinator must hear it
-  kFlagNotJoined = 64,  // some rank has not joined (absent: the last join's cycle)
+  kFlagUncached = 1,     // some rank has requests for the coordinator
+  kFlagShutdown = 2,     // some rank asked to shut down
+  kFlagStallCheck = 4,   // some rank has waited long: run a stall report
+  kFlagBusy = 8,         // some rank has tensors pending (Runtime::idle_cycles_)
+  kFlagJoined = 16,      // some rank has joined (Runtime::join)
+  kFlagJoinNew = 32,     // some rank joined this cycle: the coordinator must hear it
+  kFlagNotJoined = 64,   // some rank has not joined (absent: the last join's cycle)
+  kFlagTraceFull = 128,  // some rank's trace file reached the size cap: all stop tracing
+  kFlagUntraced = 256,   // some rank has no trace of its own this cycle
 };
 
 class ControlVector {

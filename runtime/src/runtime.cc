@@ -294,6 +294,8 @@ Status Runtime::run_cycle(bool* stop) {
   ++cycle_;
   Recorder* rec = recorder_.load();
   cycle_rec_ = rec;
+  TraceWriter* const own_trace = open_writer_.load();
+  const bool traced = rec && rec == own_trace;  // not a test's recorder
   Recorder* snapshot = rec;
   if (rec && snapshot_for_.compare_exchange_strong(snapshot, nullptr)) record_settings_snapshot();
   const int64_t t0 = rec ? rec->now_ns() : 0;
@@ -345,6 +347,8 @@ Status Runtime::run_cycle(bool* stop) {
   if (!pending_.empty()) flags |= kFlagBusy;
   flags |= joined_ ? kFlagJoined : kFlagNotJoined;
   if (joins_now) flags |= kFlagJoinNew;
+  if (traced && own_trace->at_size_cap()) flags |= kFlagTraceFull;
+  if (!traced) flags |= kFlagUntraced;
   control.set_flags(flags);
   if (topo_.rank == 0) {
     std::lock_guard<std::mutex> lock(settings_mu_);
@@ -463,6 +467,8 @@ Status Runtime::run_cycle(bool* stop) {
     finish_join(Status::OK(), std::exchange(join_last_, -1));
     peers_joined_ = false;
   }
+  if ((flags & kFlagTraceFull) && traced)
+    stop_trace_at_size_cap(own_trace, /*measure_end_offset=*/!(flags & kFlagUntraced));
   if (flags & kFlagShutdown) *stop = true;
   return Status::OK();
 }

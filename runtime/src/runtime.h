@@ -319,6 +319,13 @@ class Runtime {
   };
   std::mutex trace_mu_;
   std::unique_ptr<TraceWriter> trace_;
+  // trace_ while it records (the loop checks its size cap), and trace_ once
+  // the loop stopped it at the cap (closing in the background; start_trace,
+  // stop_trace and shutdown then wait for it instead of failing or
+  // measuring the clock again).
+  std::atomic<TraceWriter*> open_writer_{nullptr};
+  std::atomic<TraceWriter*> capped_writer_{nullptr};
+  void stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset);
   std::vector<ClosedTrace> closed_traces_;
   std::atomic<int> marking_steps_{0};  // mark_step calls between load and record
   void release_quiet_traces();         // with trace_mu_ held

@@ -1,7 +1,8 @@
 // Runtime: tracing control — start_trace / stop_trace / mark_step, the
-// loop's recording helpers (intern, stamp, record_instant) and the
-// end-of-run close (with the clock offset measured again at shutdown). The
-// background loop records through the same Recorder pointer these set.
+// loop's recording helpers (intern, stamp, record_instant), the stop at the
+// size cap (agreed by every rank, at the end of a cycle) and the end-of-run
+// close (with the clock offset measured again at shutdown). The background
+// loop records through the same Recorder pointer these set.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,12 @@ namespace ringscope {
 
 Status Runtime::start_trace(const std::string& base_path) {
   std::lock_guard<std::mutex> lock(trace_mu_);
+  if (trace_ && trace_.get() == capped_writer_.load()) {
+    // Stopped at its size cap on every rank: this starts the next window.
+    if (Status s = trace_->close(); !s.ok())
+      log(1, "warning: finishing the trace stopped at its size cap: " + s.to_string());
+    closed_traces_.push_back({std::move(trace_), cycles_done_.load()});
+  }
   if (trace_)
     return Status(StatusCode::kInvalidArgument,
                   "a trace is already being written to " + trace_->path(), topo_.rank);
@@ -37,7 +44,9 @@ Status Runtime::start_trace(const std::string& base_path) {
   std::error_code ec;
   const auto parent = std::filesystem::path(file).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  auto writer = std::make_unique<TraceWriter>();
+  TraceWriterOptions writer_options;
+  writer_options.size_cap_bytes = options_.trace_max_bytes;
+  auto writer = std::make_unique<TraceWriter>(writer_options);
   // A start that fails leaves no file behind, on any rank.
   auto discard = [&](bool opened) {
     if (opened) writer->close();
@@ -88,8 +97,43 @@ Status Runtime::start_trace(const std::string& base_path) {
   // only it changes them, so none is lost between a snapshot taken here and
   // a change it records meanwhile.
   snapshot_for_.store(trace_.get());
+  open_writer_.store(trace_.get());
   recorder_.store(trace_.get());
   return Status::OK();
+}
+
+void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset) {
+  // The loop, at the end of a cycle whose agreement said some rank's file
+  // reached the cap: every rank stops here, so every file ends with the
+  // same cycle. The clock is measured again now, as at shutdown (every
+  // rank is at this point; skipped where some rank has no trace to time).
+  if (measure_end_offset) {
+    ClockOffset offset;
+    Status s = measure_clock_offset(
+        *transport_, [writer] { return writer->now_ns(); }, options_.op_timeout_seconds, &offset);
+    if (s.ok())
+      writer->set_clock_offset_end(offset.offset_ns, offset.rtt_ns);
+    else
+      log(1, "warning: no clock offset at the trace's size cap: " + s.to_string());
+  }
+  Recorder* expected = writer;
+  recorder_.compare_exchange_strong(expected, nullptr);  // unless stop_trace came first
+  TraceWriter* open = writer;
+  open_writer_.compare_exchange_strong(open, nullptr);
+  capped_writer_.store(writer);
+  const std::string cap =
+      format_mib(static_cast<size_t>(options_.trace_max_bytes)) + " (RINGSCOPE_TRACE_MAX_MB)";
+  const std::string after = "after cycle " + std::to_string(cycle_);
+  writer->close_in_background({{"stopped_by", "size cap: a trace file reached " + cap +
+                                                  "; tracing stopped on every rank " + after}});
+  // Rank 0 says it for all (at level 2 every rank says it for itself).
+  log(topo_.rank == 0 ? 1 : 2,
+      "tracing stopped on every rank " + after + ": " +
+          (writer->at_size_cap() ? "this rank's trace file " + writer->path()
+                                 : std::string("a rank's trace file")) +
+          " reached its size cap of " + cap +
+          ". The run goes on untraced; the files are finished in the background. A larger "
+          "cap (0: none) traces longer, start_trace() records another window");
 }
 
 void Runtime::record_settings_snapshot() {
@@ -117,6 +161,7 @@ Status Runtime::stop_trace() {
   {
     std::lock_guard<std::mutex> lock(trace_mu_);
     if (!trace_) return Status::OK();
+    open_writer_.store(nullptr);
     recorder_.store(nullptr);
   }
   wait_for_cycle_boundary();
@@ -126,8 +171,10 @@ Status Runtime::stop_trace() {
 Status Runtime::close_trace(bool measure_end_offset) {
   std::lock_guard<std::mutex> lock(trace_mu_);
   if (!trace_) return Status::OK();
+  open_writer_.store(nullptr);
   recorder_.store(nullptr);
-  if (measure_end_offset) {  // collective: every rank is shutting down
+  // A trace stopped at its size cap was measured then, on every rank.
+  if (measure_end_offset && trace_.get() != capped_writer_.load()) {  // collective: all stop
     ClockOffset offset;
     TraceWriter* w = trace_.get();
     Status s = measure_clock_offset(

@@ -44,6 +44,8 @@ TEST_CASE("cli: flags then the command", "[launch_cli]") {
                     "3",
                     "--trace",
                     "runs/x.sqlite",
+                    "--trace-max-mb",
+                    "512",
                     "--settings",
                     "s.json",
                     "--mpi-args",
@@ -66,6 +68,7 @@ TEST_CASE("cli: flags then the command", "[launch_cli]") {
   CHECK(o.cache_capacity == "64");
   CHECK(o.log_level == "3");
   CHECK(o.trace_path == "runs/x.sqlite");
+  CHECK(o.trace_max_mb == "512");
   CHECK(o.settings_path == "s.json");
   CHECK(o.mpi_args == "--mca btl self");
   CHECK(o.autotune);

@@ -109,8 +109,10 @@ TEST_CASE("plan: flags become -x assignments with fractional MB", "[launch_plan]
   o.log_level = "2";
   o.autotune = true;
   o.trace_path = "runs/a.sqlite";
+  o.trace_max_mb = "0";
   LaunchPlan plan = plan_ok(o);
   std::string trace = std::filesystem::absolute("runs/a.sqlite").string();
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_TRACE_MAX_MB=0"));
   CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_FUSION_THRESHOLD=524288"));
   CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_CYCLE_TIME=2.5"));
   CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_CACHE_CAPACITY=0"));
@@ -209,6 +211,9 @@ TEST_CASE("plan: bad values are rejected with the flag and the range", "[launch_
   CHECK(contains(with([](LaunchOptions& o) { o.log_level = "4"; }),
                  "--log-level '4' is invalid: expected an integer in [0, 3]"));
   CHECK(contains(with([](LaunchOptions& o) { o.trace_path = ""; }), "--trace needs a path"));
+  CHECK(contains(with([](LaunchOptions& o) { o.trace_max_mb = "1GB"; }),
+                 "--trace-max-mb '1GB' is invalid: expected an integer in [0, 16777216]"));
+  CHECK(contains(with([](LaunchOptions& o) { o.trace_max_mb = "-1"; }), "--trace-max-mb '-1'"));
   CHECK(contains(with([](LaunchOptions& o) { o.command.clear(); }), "no training command"));
 }
 

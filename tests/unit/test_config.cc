@@ -50,9 +50,11 @@ TEST_CASE("ringscope variables are read", "[config]") {
                                    {"RINGSCOPE_CPU_ALLREDUCE", "mpi"},
                                    {"RINGSCOPE_SHARED_MEMORY", "0"},
                                    {"RINGSCOPE_DATA_THREADS", "3"},
-                                   {"RINGSCOPE_TRACE", "runs/a.sqlite"}}),
+                                   {"RINGSCOPE_TRACE", "runs/a.sqlite"},
+                                   {"RINGSCOPE_TRACE_MAX_MB", "256"}}),
                            &o)
               .ok());
+  CHECK(o.trace_max_bytes == int64_t{256} << 20);
   CHECK(o.settings.fusion_threshold_bytes == 0);
   CHECK(o.settings.cycle_time_ms == 2.5);
   CHECK(o.cache_capacity == 0);
@@ -63,6 +65,11 @@ TEST_CASE("ringscope variables are read", "[config]") {
   CHECK_FALSE(o.shared_memory);
   CHECK(o.data_threads == 3);
   CHECK(o.trace_path == "runs/a.sqlite");
+  // The trace cap: 1 GiB unless set, 0 lifts it.
+  CHECK(Options{}.trace_max_bytes == int64_t{1} << 30);
+  Options uncapped;
+  REQUIRE(options_from_env(env_of({{"RINGSCOPE_TRACE_MAX_MB", "0"}}), &uncapped).ok());
+  CHECK(uncapped.trace_max_bytes == 0);
   // Empty is off, as for every other switch.
   Options empty;
   REQUIRE(options_from_env(env_of({{"RINGSCOPE_SHARED_MEMORY", ""}}), &empty).ok());
@@ -164,6 +171,10 @@ TEST_CASE("invalid values name the variable and the range", "[config]") {
                  Case{"RINGSCOPE_DATA_THREADS", "-1"},
                  Case{"RINGSCOPE_DATA_THREADS", "65"},
                  Case{"RINGSCOPE_DATA_THREADS", "two"},
+                 Case{"RINGSCOPE_TRACE_MAX_MB", "-1"},
+                 Case{"RINGSCOPE_TRACE_MAX_MB", "1.5"},
+                 Case{"RINGSCOPE_TRACE_MAX_MB", "1GB"},
+                 Case{"RINGSCOPE_TRACE_MAX_MB", "16777217"},
                  Case{"RINGSCOPE_LOG_LEVEL", "9"},
                  Case{"RINGSCOPE_AUTOTUNE", "yes please"},
                  Case{"RINGSCOPE_AUTOTUNE_WINDOW_MS", "0"},
@@ -203,6 +214,7 @@ TEST_CASE("the message gives the accepted range as a user would write it", "[con
        {Case{"RINGSCOPE_CYCLE_TIME", "abc", "expected a number in [0, 10000]"},
         Case{"RINGSCOPE_FUSION_THRESHOLD", "-1", "expected an integer in [0, 1099511627776]"},
         Case{"RINGSCOPE_CACHE_CAPACITY", "x", "expected an integer in [0, 1048576]"},
+        Case{"RINGSCOPE_TRACE_MAX_MB", "1G", "expected an integer in [0, 16777216]"},
         Case{"RINGSCOPE_STALL_CHECK_SECONDS", "-1", "expected a number in [0, 1e+06]"},
         Case{"RINGSCOPE_OP_TIMEOUT_SECONDS", "0.01", "expected a number in [0.1, 1e+06]"},
         Case{"RINGSCOPE_LOG_LEVEL", "4",

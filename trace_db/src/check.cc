@@ -146,6 +146,8 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
       reporter.violation("rank-present", "rank " + std::to_string(r) + " of " +
                                              std::to_string(world) + " has no trace file or data");
 
+  if (const std::string stop = reader.meta_value("stopped_by"); !stop.empty())
+    report->notes.push_back("tracing stopped before the run ended: " + stop);
   std::map<int, RankScan> scans;
   const bool newer_schema = newer_minor_schema(reader);
   for (const RankInfo& info : reader.ranks()) {

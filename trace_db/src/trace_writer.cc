@@ -323,13 +323,13 @@ Status TraceWriter::Impl::finish() {
 
 void TraceWriter::close_in_background(const std::map<std::string, std::string>& meta) {
   Impl& m = *impl_;
-  if (!is_open() || m.closing_in_background.load() || m.stopping.load()) return;
+  if (!is_open()) return;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     for (const auto& [key, value] : meta) m.close_meta[key] = value;
   }
-  m.closing_in_background.store(true);
-  m.stop_accepting();
+  int expected = Impl::kNotClosing;
+  if (m.close_state.compare_exchange_strong(expected, Impl::kBackground)) m.stop_accepting();
 }
 
 bool TraceWriter::at_size_cap() const { return impl_->at_cap.load(std::memory_order_relaxed); }
@@ -338,12 +338,13 @@ int64_t TraceWriter::size_bytes() const { return impl_->size_bytes.load(); }
 Status TraceWriter::close() {
   Impl& m = *impl_;
   if (!is_open()) return Status(StatusCode::kNotInitialized, "trace not open");
-  if (!m.closing_in_background.load()) {
+  int expected = Impl::kNotClosing;
+  if (m.close_state.compare_exchange_strong(expected, Impl::kForeground)) {
     m.stop_accepting();
     m.writer.join();
     m.close_status = m.finish();
   } else {
-    m.writer.join();  // it ran finish() before ending
+    m.writer.join();  // close_in_background(): the thread ran finish() before ending
   }
   m.phase.store(Impl::kClosed, std::memory_order_relaxed);
   for (sql::Stmt* st :

@@ -107,9 +107,11 @@ struct TraceWriter::Impl {
   std::atomic<int64_t> size_bytes{0};
   std::atomic<bool> at_cap{false};
   int64_t page_size = 4096;
-  // close_in_background(): the writer thread runs finish() before it ends
-  // and leaves its status for close(). Set before the thread is told to stop.
-  std::atomic<bool> closing_in_background{false};
+  // Who closes: the first of close() (kForeground: it runs finish() after
+  // the thread ends) and close_in_background() (kBackground: the writer
+  // thread runs finish() before it ends and leaves its status for close()).
+  enum CloseState : int { kNotClosing, kForeground, kBackground };
+  std::atomic<int> close_state{kNotClosing};
   std::map<std::string, std::string> close_meta;  // guarded by mutex
   std::vector<SpscEventBuffer*> closing_buffers;  // stop_accepting()'s snapshot
   Status close_status;

@@ -260,7 +260,7 @@ void TraceWriter::Impl::writer_loop() {
                     [&] { return stopping.load() || flush_requested > flush_done; });
     }
   }
-  if (closing_in_background.load()) close_status = finish();
+  if (close_state.load() == kBackground) close_status = finish();
   std::lock_guard<std::mutex> lock(mutex);
   writer_exited = true;
   flushed.notify_all();

@@ -1,0 +1,172 @@
+// The trace size cap (Options::trace_max_bytes, RINGSCOPE_TRACE_MAX_MB):
+// when a rank's file reaches it, every rank stops tracing after one agreed
+// cycle, the files are finished in the background and say why, training
+// goes on, and start_trace records another window. A rank without a trace
+// of its own keeps the others from waiting for it in the clock measurement.
+// Ranks are threads.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <thread>
+
+#include "local_world.h"
+#include "ringscope/trace_reader.h"
+#include "ringscope/trace_schema.h"
+#include "temp_dir.h"
+
+using namespace ringscope;
+using namespace ringscope::testing;
+
+namespace {
+
+// One step: 16 allreduces of 256 floats (one fused group), then a STEP mark.
+Status run_step(Runtime& rt, int64_t step, std::vector<std::vector<float>>& grads) {
+  std::vector<std::promise<Status>> done(grads.size());
+  for (size_t k = 0; k < grads.size(); ++k) {
+    std::fill(grads[k].begin(), grads[k].end(), 1.0f);
+    TensorEntry e =
+        allreduce_entry("grad/" + std::to_string(k), DataType::kFloat32,
+                        {static_cast<int64_t>(grads[k].size())}, grads[k].data(), grads[k].data());
+    e.done = [&done, k](const Status& s) { done[k].set_value(s); };
+    if (Status s = rt.submit(std::move(e)); !s.ok()) return s;
+  }
+  for (auto& d : done)
+    if (Status s = d.get_future().get(); !s.ok()) return s;
+  rt.mark_step(step);
+  return Status::OK();
+}
+
+struct FileFacts {
+  bool opened = false, finalized = false, has_end_offset = false;
+  int64_t last_cycle = -1, steps = 0, dropped = -1;
+  std::string stopped_by;
+};
+
+FileFacts read_facts(const std::string& path, int rank) {
+  FileFacts f;
+  TraceReader reader;
+  if (!reader.open({path}).ok()) return f;
+  f.opened = true;
+  const RankInfo& info = reader.ranks()[0];
+  f.finalized = info.finalized;
+  f.has_end_offset = info.has_end_offset;
+  f.dropped = info.dropped_events;
+  f.stopped_by = reader.meta_value("stopped_by", "");
+  (void)reader.scan_events(rank, [&](const StoredEvent& e) {
+    if (e.event.kind == static_cast<uint16_t>(EventKind::kCycle))
+      f.last_cycle = std::max<int64_t>(f.last_cycle, e.event.cycle);
+    f.steps += e.event.kind == static_cast<uint16_t>(EventKind::kStep);
+    return true;
+  });
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a trace at its size cap stops on every rank after one agreed cycle, training goes on",
+          "[runtime][trace][cap]") {
+  const int n = GENERATE(1, 2, 3);
+  test::TempDir dir;
+  const std::string base = dir.file("capped"), next = dir.file("next");
+  Options o = fast_options();
+  o.trace_max_bytes = 512 * 1024;
+  ThreadChecks checks;
+  std::vector<int64_t> steps_traced(n, 0);
+  run_runtimes(n, o, [&](int r, Runtime& rt) {
+    const std::string tag = "rank " + std::to_string(r) + ": ";
+    std::vector<std::vector<float>> grads(16, std::vector<float>(256));
+    checks.expect(rt.start_trace(base).ok(), tag + "start_trace");
+    int64_t step = 0;
+    // Until the loop stops the trace (the recorder goes), with a bound.
+    for (; rt.recorder() != nullptr && step < 20'000; ++step) {
+      Status s = run_step(rt, step, grads);
+      if (!s.ok()) {
+        checks.expect(false, tag + "step " + std::to_string(step) + ": " + s.to_string());
+        return;
+      }
+    }
+    checks.expect(rt.recorder() == nullptr, tag + "the trace never stopped");
+    steps_traced[r] = step;
+    // Training goes on, untraced, with correct results.
+    for (int k = 0; k < 20; ++k, ++step) {
+      Status s = run_step(rt, step, grads);
+      checks.expect(s.ok() && grads[0][0] == static_cast<float>(n),
+                    tag + "after the cap: " + s.to_string());
+    }
+    // The next window: start_trace waits for the capped file instead of
+    // saying a trace is still being written.
+    Status started = rt.start_trace(next);
+    checks.expect(started.ok(), tag + "start_trace after the cap: " + started.to_string());
+    for (int k = 0; k < 3; ++k, ++step) checks.expect(run_step(rt, step, grads).ok(), tag);
+    checks.expect(rt.stop_trace().ok(), tag + "stop_trace");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  std::vector<FileFacts> facts;
+  for (int r = 0; r < n; ++r) facts.push_back(read_facts(per_rank_trace_path(base, r), r));
+  for (int r = 0; r < n; ++r) {
+    const FileFacts& f = facts[r];
+    INFO("n = " << n << ", rank " << r << ": stopped_by '" << f.stopped_by << "'");
+    REQUIRE(f.opened);
+    CHECK(f.finalized);
+    CHECK(f.dropped == 0);
+    CHECK(f.stopped_by.find("size cap") != std::string::npos);
+    CHECK(f.stopped_by.find("0.5 MiB (RINGSCOPE_TRACE_MAX_MB)") != std::string::npos);
+    // The same last cycle on every rank: they stopped at the agreed one.
+    CHECK(f.last_cycle == facts[0].last_cycle);
+    CHECK(f.last_cycle > 0);
+    // A STEP mark is recorded after its step's cycle; the step that ran in
+    // the last traced cycle may have lost its mark to the stop.
+    CHECK(f.steps >= steps_traced[r] - 1);
+    CHECK(f.steps <= steps_traced[r]);
+    if (r > 0) CHECK(f.has_end_offset);  // measured at the cap, on every rank
+    const FileFacts window = read_facts(per_rank_trace_path(next, r), r);
+    CHECK(window.opened);
+    CHECK(window.steps == 3);
+    CHECK(window.stopped_by.empty());
+  }
+}
+
+TEST_CASE("a rank without its own trace keeps the others from timing the clock at the cap",
+          "[runtime][trace][cap]") {
+  // Rank 1 stops its trace at once; rank 0's reaches the cap. Had rank 0
+  // measured the clock, it would wait for rank 1 until the op timeout and
+  // its loop would fail: every later op would.
+  test::TempDir dir;
+  const std::string base = dir.file("one");
+  Options o = fast_options();
+  o.trace_max_bytes = 512 * 1024;
+  o.op_timeout_seconds = 20;
+  ThreadChecks checks;
+  run_runtimes(2, o, [&](int r, Runtime& rt) {
+    const std::string tag = "rank " + std::to_string(r) + ": ";
+    std::vector<std::vector<float>> grads(16, std::vector<float>(256));
+    checks.expect(rt.start_trace(base).ok(), tag + "start_trace");
+    if (r == 1) checks.expect(rt.stop_trace().ok(), tag + "stop_trace");
+    // Rank 0 decides when to stop, rank 1 follows its count.
+    int64_t step = 0;
+    std::vector<float> flag(1);
+    for (;; ++step) {
+      flag[0] = (r == 0 && rt.recorder() == nullptr) ? 1.0f : 0.0f;
+      Status s = run_op(rt, allreduce_entry("stopped", DataType::kFloat32, {1}, flag.data(),
+                                            flag.data(), ReduceOp::kMax));
+      if (!s.ok() || flag[0] > 0 || step >= 20'000) {
+        checks.expect(s.ok() && flag[0] > 0, tag + "the trace never stopped: " + s.to_string());
+        break;
+      }
+      s = run_step(rt, step, grads);
+      if (!s.ok()) {
+        checks.expect(false, tag + "step " + std::to_string(step) + ": " + s.to_string());
+        return;
+      }
+    }
+    for (int k = 0; k < 5; ++k, ++step)
+      checks.expect(run_step(rt, step, grads).ok(), tag + "a step after the cap");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+  const FileFacts rank0 = read_facts(per_rank_trace_path(base, 0), 0);
+  REQUIRE(rank0.opened);
+  CHECK(rank0.finalized);
+  CHECK(rank0.stopped_by.find("size cap") != std::string::npos);
+}
