@@ -129,6 +129,9 @@ class Runtime {
     int64_t idle_cycles = 0;
     // Ops this rank ran as a stand-in while it had joined (runtime_join.cc).
     uint64_t stand_ins = 0;
+    // Traces the loop stopped at their size cap, and how many of those
+    // stops measured the clock (only where every rank had a trace).
+    uint64_t trace_caps = 0, trace_cap_clock_measurements = 0;
   };
   Counters counters() const;
 
@@ -320,9 +323,11 @@ class Runtime {
   std::mutex trace_mu_;
   std::unique_ptr<TraceWriter> trace_;
   // trace_ while it records (the loop checks its size cap), and trace_ once
-  // the loop stopped it at the cap (closing in the background; start_trace,
-  // stop_trace and shutdown then wait for it instead of failing or
-  // measuring the clock again).
+  // the loop stopped it at the cap (finishing in the background until
+  // stop_trace or shutdown closes it, which waits for that; start_trace
+  // still refuses it, as any trace not stopped, on every rank alike). Never
+  // cleared: writers live as long as the runtime (closed_traces_), so the
+  // pointer is never another writer's.
   std::atomic<TraceWriter*> open_writer_{nullptr};
   std::atomic<TraceWriter*> capped_writer_{nullptr};
   void stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset);

@@ -20,15 +20,17 @@ namespace ringscope {
 
 Status Runtime::start_trace(const std::string& base_path) {
   std::lock_guard<std::mutex> lock(trace_mu_);
-  if (trace_ && trace_.get() == capped_writer_.load()) {
-    // Stopped at its size cap on every rank: this starts the next window.
-    if (Status s = trace_->close(); !s.ok())
-      log(1, "warning: finishing the trace stopped at its size cap: " + s.to_string());
-    closed_traces_.push_back({std::move(trace_), cycles_done_.load()});
-  }
+  // Refused here, before any message: a trace stopped at its size cap is
+  // refused as one still recording, since a rank may not have seen its
+  // loop stop it yet, and the ranks must all refuse or all go on.
   if (trace_)
     return Status(StatusCode::kInvalidArgument,
-                  "a trace is already being written to " + trace_->path(), topo_.rank);
+                  "a trace is already being written to " + trace_->path() +
+                      (trace_.get() == capped_writer_.load()
+                           ? " (it stopped at its size cap, RINGSCOPE_TRACE_MAX_MB)"
+                           : "") +
+                      "; call stop_trace() first",
+                  topo_.rank);
   if (base_path.empty())
     return Status(StatusCode::kInvalidArgument, "empty trace path", topo_.rank);
   release_quiet_traces();  // the last window's buffers, now that cycles have passed
@@ -106,8 +108,13 @@ void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offse
   // The loop, at the end of a cycle whose agreement said some rank's file
   // reached the cap: every rank stops here, so every file ends with the
   // same cycle. The clock is measured again now, as at shutdown (every
-  // rank is at this point; skipped where some rank has no trace to time).
+  // rank is at this point; skipped where some rank has no trace to time,
+  // the same decision on every rank since the flags were agreed).
   if (measure_end_offset) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++counters_.trace_cap_clock_measurements;
+    }
     ClockOffset offset;
     Status s = measure_clock_offset(
         *transport_, [writer] { return writer->now_ns(); }, options_.op_timeout_seconds, &offset);
@@ -120,12 +127,16 @@ void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offse
   recorder_.compare_exchange_strong(expected, nullptr);  // unless stop_trace came first
   TraceWriter* open = writer;
   open_writer_.compare_exchange_strong(open, nullptr);
-  capped_writer_.store(writer);
   const std::string cap =
       format_mib(static_cast<size_t>(options_.trace_max_bytes)) + " (RINGSCOPE_TRACE_MAX_MB)";
   const std::string after = "after cycle " + std::to_string(cycle_);
   writer->close_in_background({{"stopped_by", "size cap: a trace file reached " + cap +
                                                   "; tracing stopped on every rank " + after}});
+  capped_writer_.store(writer);  // after: whoever sees it finds the writer finishing
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    ++counters_.trace_caps;
+  }
   // Rank 0 says it for all (at level 2 every rank says it for itself).
   log(topo_.rank == 0 ? 1 : 2,
       "tracing stopped on every rank " + after + ": " +
@@ -133,7 +144,8 @@ void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offse
                                  : std::string("a rank's trace file")) +
           " reached its size cap of " + cap +
           ". The run goes on untraced; the files are finished in the background. A larger "
-          "cap (0: none) traces longer, start_trace() records another window");
+          "cap (0: none) traces longer; stop_trace() then start_trace() records another "
+          "window");
 }
 
 void Runtime::record_settings_snapshot() {
@@ -173,8 +185,19 @@ Status Runtime::close_trace(bool measure_end_offset) {
   if (!trace_) return Status::OK();
   open_writer_.store(nullptr);
   recorder_.store(nullptr);
-  // A trace stopped at its size cap was measured then, on every rank.
-  if (measure_end_offset && trace_.get() != capped_writer_.load()) {  // collective: all stop
+  // Collective (every rank is shutting down): the ranks first agree that
+  // each has a trace to time. A trace stopped at its size cap was timed
+  // then; a rank whose loop never saw its own trace in the cap's cycle may
+  // still hold one that was not stopped, and must not wait for the others.
+  bool measure = false;
+  if (measure_end_offset) {
+    std::vector<int> without;
+    measure = agree_trace_opened(*transport_, trace_.get() != capped_writer_.load(),
+                                 shutdown_wait_seconds(), &without)
+                  .ok() &&
+              without.empty();
+  }
+  if (measure) {
     ClockOffset offset;
     TraceWriter* w = trace_.get();
     Status s = measure_clock_offset(

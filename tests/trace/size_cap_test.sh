@@ -50,9 +50,11 @@ for ((r = 0; r < np; r++)); do
   [ "$stopped" = "size cap: a trace file reached 1.0 MiB (" ] ||
     fail "rank $r's meta.stopped_by is '$stopped'"
   last_cycles+=("$(sql_value "$file" "SELECT max(cycle) FROM events WHERE lane = 0")")
-  # The cap bounds the file (VACUUM leaves it below the cap's pages).
+  # The cap bounds the file: what was buffered when it was seen is still
+  # written (VACUUM then packs it below the cap, unless a reader kept it
+  # from running), so twice the cap is a bound that holds on a slow machine.
   size=$(stat -c %s "$file")
-  [ "$size" -le $((1024 * 1024 + 65536)) ] || fail "rank $r's file is $size bytes, over the cap"
+  [ "$size" -le $((2 * 1024 * 1024)) ] || fail "rank $r's file is $size bytes, far over the cap"
 done
 for ((r = 1; r < np; r++)); do
   [ "${last_cycles[$r]}" = "${last_cycles[0]}" ] ||

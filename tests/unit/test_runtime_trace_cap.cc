@@ -1,8 +1,9 @@
 // The trace size cap (Options::trace_max_bytes, RINGSCOPE_TRACE_MAX_MB):
 // when a rank's file reaches it, every rank stops tracing after one agreed
 // cycle, the files are finished in the background and say why, training
-// goes on, and start_trace records another window. A rank without a trace
-// of its own keeps the others from waiting for it in the clock measurement.
+// goes on, start_trace is refused alike on every rank until stop_trace, and
+// then records another window. A rank without a trace of its own keeps the
+// others from waiting for it in the clock measurement.
 // Ranks are threads.
 #include <catch2/catch.hpp>
 
@@ -87,14 +88,24 @@ TEST_CASE("a trace at its size cap stops on every rank after one agreed cycle, t
     }
     checks.expect(rt.recorder() == nullptr, tag + "the trace never stopped");
     steps_traced[r] = step;
+    // At once, without stop_trace: refused on every rank alike (a rank whose
+    // loop has not stopped its trace yet must not leave the others waiting).
+    Status early = rt.start_trace(next);
+    checks.expect(early.code() == StatusCode::kInvalidArgument &&
+                      early.message().find("call stop_trace() first") != std::string::npos,
+                  tag + "start_trace before stop_trace: " + early.to_string());
     // Training goes on, untraced, with correct results.
     for (int k = 0; k < 20; ++k, ++step) {
       Status s = run_step(rt, step, grads);
       checks.expect(s.ok() && grads[0][0] == static_cast<float>(n),
                     tag + "after the cap: " + s.to_string());
     }
-    // The next window: start_trace waits for the capped file instead of
-    // saying a trace is still being written.
+    const Runtime::Counters c = rt.counters();
+    checks.expect(c.trace_caps == 1 && c.trace_cap_clock_measurements == 1,
+                  tag + std::to_string(c.trace_caps) + " cap stops, " +
+                      std::to_string(c.trace_cap_clock_measurements) + " clock measurements");
+    // The next window, after stop_trace (which waits for the file).
+    checks.expect(rt.stop_trace().ok(), tag + "stop_trace after the cap");
     Status started = rt.start_trace(next);
     checks.expect(started.ok(), tag + "start_trace after the cap: " + started.to_string());
     for (int k = 0; k < 3; ++k, ++step) checks.expect(run_step(rt, step, grads).ok(), tag);
@@ -162,6 +173,11 @@ TEST_CASE("a rank without its own trace keeps the others from timing the clock a
     }
     for (int k = 0; k < 5; ++k, ++step)
       checks.expect(run_step(rt, step, grads).ok(), tag + "a step after the cap");
+    // Rank 0 stopped its trace without timing the clock against rank 1.
+    const Runtime::Counters c = rt.counters();
+    checks.expect(c.trace_caps == (r == 0 ? 1u : 0u) && c.trace_cap_clock_measurements == 0,
+                  tag + std::to_string(c.trace_caps) + " cap stops, " +
+                      std::to_string(c.trace_cap_clock_measurements) + " clock measurements");
   });
   INFO(checks.summary());
   REQUIRE(checks.ok());

@@ -323,7 +323,8 @@ Status TraceWriter::Impl::finish() {
 
 void TraceWriter::close_in_background(const std::map<std::string, std::string>& meta) {
   Impl& m = *impl_;
-  if (!is_open()) return;
+  // phase, not is_open(): a close() on another thread may be resetting db.
+  if (m.phase.load() != Impl::kOpen) return;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     for (const auto& [key, value] : meta) m.close_meta[key] = value;

@@ -62,8 +62,16 @@ struct TraceWriter::Impl {
   std::atomic<bool> stopping{false};
   enum Phase : int { kNeverOpened, kOpen, kClosed };
   std::atomic<int> phase{kNeverOpened};
-  void count_late() {  // an event that will not be written, counted as dropped
-    if (phase.load(std::memory_order_relaxed) == kOpen)
+  // Who closes: the first of close() (kForeground: it runs finish() after
+  // the thread ends) and close_in_background() (kBackground: the writer
+  // thread runs finish() before it ends and leaves its status for close()).
+  enum CloseState : int { kNotClosing, kForeground, kBackground };
+  std::atomic<int> close_state{kNotClosing};
+  // An event that will not be written, counted as dropped; not after
+  // close_in_background(): the trace ended before it.
+  void count_late() {
+    if (phase.load(std::memory_order_relaxed) == kOpen &&
+        close_state.load(std::memory_order_relaxed) != kBackground)
       late_events.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -107,11 +115,6 @@ struct TraceWriter::Impl {
   std::atomic<int64_t> size_bytes{0};
   std::atomic<bool> at_cap{false};
   int64_t page_size = 4096;
-  // Who closes: the first of close() (kForeground: it runs finish() after
-  // the thread ends) and close_in_background() (kBackground: the writer
-  // thread runs finish() before it ends and leaves its status for close()).
-  enum CloseState : int { kNotClosing, kForeground, kBackground };
-  std::atomic<int> close_state{kNotClosing};
   std::map<std::string, std::string> close_meta;  // guarded by mutex
   std::vector<SpscEventBuffer*> closing_buffers;  // stop_accepting()'s snapshot
   Status close_status;

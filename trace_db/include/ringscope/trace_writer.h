@@ -55,7 +55,9 @@ class TraceWriter final : public Recorder {
   // Stops taking events now, as close() does, and leaves draining,
   // finalising and compacting the file to the writer thread, so the caller
   // (the runtime's loop) does not wait for it. `meta` goes into the meta
-  // table. close() later waits for the thread and returns its status.
+  // table. Events recorded from now on are not written and not counted as
+  // dropped: the trace ended before them. close() later waits for the
+  // thread and returns its status.
   void close_in_background(const std::map<std::string, std::string>& meta = {});
   // The file has reached options.size_cap_bytes (checked after each commit).
   bool at_size_cap() const;
