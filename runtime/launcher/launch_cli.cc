@@ -130,7 +130,7 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   app.add_option("--trace-max-mb", trace_max_mb,
                  "size cap of each trace file in MiB: when a rank's file reaches it, every rank "
                  "stops tracing and the run goes on; 0 = no cap (RINGSCOPE_TRACE_MAX_MB, "
-                 "default 1024)")
+                 "default 256)")
       ->type_name("MB");
   app.add_option("--settings", settings,
                  "settings file (docs/settings-file.md); default: $RINGSCOPE_SETTINGS")

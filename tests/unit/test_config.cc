@@ -65,8 +65,8 @@ TEST_CASE("ringscope variables are read", "[config]") {
   CHECK_FALSE(o.shared_memory);
   CHECK(o.data_threads == 3);
   CHECK(o.trace_path == "runs/a.sqlite");
-  // The trace cap: 1 GiB unless set, 0 lifts it.
-  CHECK(Options{}.trace_max_bytes == int64_t{1} << 30);
+  // The trace cap: 256 MiB unless set, 0 lifts it.
+  CHECK(Options{}.trace_max_bytes == int64_t{256} << 20);
   Options uncapped;
   REQUIRE(options_from_env(env_of({{"RINGSCOPE_TRACE_MAX_MB", "0"}}), &uncapped).ok());
   CHECK(uncapped.trace_max_bytes == 0);

@@ -133,7 +133,7 @@ struct Options {
   // A trace file (each rank's, each start_trace window's) may grow to this
   // many bytes: then every rank stops tracing at one agreed cycle and the
   // files are finished in the background. 0 = no cap. RINGSCOPE_TRACE_MAX_MB.
-  int64_t trace_max_bytes = int64_t{1024} << 20;
+  int64_t trace_max_bytes = int64_t{256} << 20;
   AutotuneOptions autotune;
 
   // Reads the environment on top of `defaults`. Invalid values fail with a
