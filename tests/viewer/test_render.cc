@@ -2,7 +2,10 @@
 // no X) on a generated np=4 trace and check the pixels: one band per rank
 // with its label, the selected collective's highlight in every band, the
 // straggler (rank 2) marked only in its own band, the stragglers panel drawn;
-// and a corrupt file exits non-zero with a message instead of crashing.
+// a trace stopped at its size cap says so in the toolbar; and a corrupt file
+// exits non-zero with a message instead of crashing.
+
+#include <sqlite3.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -14,6 +17,7 @@
 #include <sstream>
 
 #include "render_test_util.h"
+#include "ringscope/trace_schema.h"
 #include "trace_test_util.h"
 #include "viewer_test_util.h"
 
@@ -319,4 +323,31 @@ TEST_CASE("a JOIN span is drawn on the rank that joined and on no other", "[rend
     else
       CHECK(join_px == 0);
   }
+}
+
+TEST_CASE("a trace stopped at its size cap says so in the toolbar", "[render][cap]") {
+  test::TempDir dir;
+  const std::string path = write_run(dir);
+  // The late colour above the timeline (the toolbar and legend), before
+  // and after rank 0's file says tracing stopped early.
+  auto late_above_timeline = [&](const char* tag) {
+    const Shot shot = shoot(dir, "--size 1280x800 " + path);
+    INFO(tag);
+    REQUIRE(shot.layout.timeline_rect[1] > 0);
+    // Red text on the dark toolbar, anti-aliased: red well above green and blue.
+    return shot.img.count_if(0, 0, float(shot.img.w), shot.layout.timeline_rect[1],
+                             [](const uint8_t* p) { return p[0] > 120 && p[0] > 2 * p[1] + 20; });
+  };
+  const int before = late_above_timeline("before");
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(per_rank_trace_path(path, 0).c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "INSERT INTO meta(key, value) VALUES('stopped_by', 'size cap: a trace file "
+                       "reached 1.0 MiB (RINGSCOPE_TRACE_MAX_MB); tracing stopped on every rank "
+                       "after cycle 7')",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const int after = late_above_timeline("after");
+  INFO("late pixels above the timeline: " << before << " before, " << after << " after");
+  CHECK(after > before + 100);
 }
