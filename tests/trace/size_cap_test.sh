@@ -65,4 +65,7 @@ done
 "$cli" check "$base" >"$tmp/check.log" 2>&1 || { cat "$tmp/check.log" >&2; fail "check failed"; }
 grep -q "tracing stopped before the run ended: size cap" "$tmp/check.log" ||
   fail "check does not note the cap: $(cat "$tmp/check.log")"
+"$cli" stats "$base" >"$tmp/stats.log" 2>&1 || { cat "$tmp/stats.log" >&2; fail "stats failed"; }
+grep -q "note: tracing stopped before the run ended (size cap" "$tmp/stats.log" ||
+  fail "stats does not note the cap"
 echo "size_cap_test np=$np: ok (every rank's trace ends at cycle ${last_cycles[0]})"

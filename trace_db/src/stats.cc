@@ -185,6 +185,9 @@ Status write_trace_stats(const TraceReader& reader, const StatsOptions& options,
       out << "note: rank " << info.rank << " (host " << info.hostname
           << ") has no clock measurement at the end of its trace (stopped early or killed): "
              "its drift from rank 0's clock is not corrected\n";
+  if (const std::string stop = reader.meta_value("stopped_by"); !stop.empty())
+    out << "note: tracing stopped before the run ended (" << stop
+        << "): these numbers cover the traced part only\n";
   // Across several hosts, the same per host: a slow or busy machine shows
   // up as its ranks being last, whichever of them it was each time.
   std::map<std::string, std::vector<int>> host_ranks;
