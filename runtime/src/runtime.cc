@@ -378,6 +378,7 @@ Status Runtime::run_cycle(bool* stop) {
   if (!s.ok()) return s;
   last_agreed_ = SteadyClock::now();
   flags = control.flags();
+  every_rank_traced_ = !(flags & kFlagUntraced);
   idle_cycles_ = (flags & kFlagBusy) ? 0 : idle_cycles_ + 1;
   peers_joined_ = flags & kFlagJoined;
   const Settings agreed = control.settings();

@@ -267,6 +267,10 @@ class Runtime {
   SteadyClock::time_point last_stall_check_;
   const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
+  // The last agreement: every rank recorded into a trace of its own (no
+  // kFlagUntraced). Read at shutdown, after the loop ended, to decide alike
+  // on every rank, without messages, whether to time the clock again.
+  bool every_rank_traced_ = false;
   // Agreed cycles in a row in which no rank had tensors pending: the same on
   // every rank, so idle ranks lengthen their period together (idle_period).
   int64_t idle_cycles_ = 0;

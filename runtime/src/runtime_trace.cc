@@ -20,6 +20,9 @@ namespace ringscope {
 
 Status Runtime::start_trace(const std::string& base_path) {
   std::lock_guard<std::mutex> lock(trace_mu_);
+  // Its messages would meet the shutdown's clock measurement on the peers.
+  if (shutdown_requested_.load())
+    return Status(StatusCode::kShutdown, "start_trace: the runtime is shutting down", topo_.rank);
   // Refused here, before any message: a trace stopped at its size cap is
   // refused as one still recording, since a rank may not have seen its
   // loop stop it yet, and the ranks must all refuse or all go on.
@@ -185,18 +188,13 @@ Status Runtime::close_trace(bool measure_end_offset) {
   if (!trace_) return Status::OK();
   open_writer_.store(nullptr);
   recorder_.store(nullptr);
-  // Collective (every rank is shutting down): the ranks first agree that
-  // each has a trace to time. A trace stopped at its size cap was timed
-  // then; a rank whose loop never saw its own trace in the cap's cycle may
-  // still hold one that was not stopped, and must not wait for the others.
-  bool measure = false;
-  if (measure_end_offset) {
-    std::vector<int> without;
-    measure = agree_trace_opened(*transport_, trace_.get() != capped_writer_.load(),
-                                 shutdown_wait_seconds(), &without)
-                  .ok() &&
-              without.empty();
-  }
+  // Collective (every rank is shutting down): measured where the loop's
+  // last agreement said every rank had a trace of its own, which every rank
+  // decides alike, and where this trace is still that one (one stopped at
+  // its size cap was timed then, on every rank; the loop's last cycle then
+  // saw no trace of its own on any rank, so none measures).
+  const bool measure = measure_end_offset && every_rank_traced_ && loop_exited_.load() &&
+                       trace_.get() != capped_writer_.load();
   if (measure) {
     ClockOffset offset;
     TraceWriter* w = trace_.get();

@@ -49,7 +49,9 @@ for ((r = 0; r < np; r++)); do
   stopped=$(sql_value "$file" "SELECT substr(value, 1, 40) FROM meta WHERE key = 'stopped_by'")
   [ "$stopped" = "size cap: a trace file reached 1.0 MiB (" ] ||
     fail "rank $r's meta.stopped_by is '$stopped'"
-  last_cycles+=("$(sql_value "$file" "SELECT max(cycle) FROM events WHERE lane = 0")")
+  # The cycle each rank stopped after (agreed: the same number everywhere).
+  last_cycles+=("$(sql_value "$file" "SELECT substr(value, instr(value, 'after cycle ') + 12)
+                                      FROM meta WHERE key = 'stopped_by'")")
   # The cap bounds the file: what was buffered when it was seen is still
   # written (VACUUM then packs it below the cap, unless a reader kept it
   # from running), so twice the cap is a bound that holds on a slow machine.
@@ -58,9 +60,14 @@ for ((r = 0; r < np; r++)); do
 done
 for ((r = 1; r < np; r++)); do
   [ "${last_cycles[$r]}" = "${last_cycles[0]}" ] ||
-    fail "rank $r's last traced cycle is ${last_cycles[$r]}, rank 0's ${last_cycles[0]}"
+    fail "rank $r stopped tracing after cycle ${last_cycles[$r]}, rank 0 after ${last_cycles[0]}"
 done
-[ "${last_cycles[0]}" -gt 10 ] || fail "the last traced cycle is ${last_cycles[0]}"
+[ "${last_cycles[0]}" -gt 10 ] || fail "tracing stopped after cycle '${last_cycles[0]}'"
+# No rank recorded a cycle after that one.
+for ((r = 0; r < np; r++)); do
+  last=$(sql_value "$tmp/cap.rank$r.sqlite" "SELECT max(cycle) FROM events WHERE lane = 0")
+  [ "$last" -le "${last_cycles[0]}" ] || fail "rank $r recorded cycle $last, after the stop"
+done
 
 "$cli" check "$base" >"$tmp/check.log" 2>&1 || { cat "$tmp/check.log" >&2; fail "check failed"; }
 grep -q "tracing stopped before the run ended: size cap" "$tmp/check.log" ||

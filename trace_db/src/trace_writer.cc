@@ -325,12 +325,13 @@ void TraceWriter::close_in_background(const std::map<std::string, std::string>& 
   Impl& m = *impl_;
   // phase, not is_open(): a close() on another thread may be resetting db.
   if (m.phase.load() != Impl::kOpen) return;
+  int expected = Impl::kNotClosing;
+  if (!m.close_state.compare_exchange_strong(expected, Impl::kBackground)) return;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     for (const auto& [key, value] : meta) m.close_meta[key] = value;
   }
-  int expected = Impl::kNotClosing;
-  if (m.close_state.compare_exchange_strong(expected, Impl::kBackground)) m.stop_accepting();
+  m.stop_accepting();
 }
 
 bool TraceWriter::at_size_cap() const { return impl_->at_cap.load(std::memory_order_relaxed); }
