@@ -3,7 +3,8 @@ every dtype and reduce op, scale factors, allgather with per-rank dim 0,
 reducescatter (rows split as Horovod does), broadcast, grouped and sparse
 allreduce, fp16 compression, eager and
 tf.function, shape functions, errors raised on every rank with the message,
-DistributedGradientTape and broadcast_variables."""
+DistributedGradientTape and broadcast_variables, collectives in a tf.data
+map, and the message of a name run twice at once."""
 
 from harness import assert_close, finish, hvd, np, test, tf
 
@@ -338,5 +339,41 @@ def a_name_that_changes_every_step_is_warned_about_once():
     found = [w for w in caught if "distinct tensor names" in str(w.message)]
     assert len(found) == 1 and "loss_" in str(found[0].message), [str(w.message) for w in caught]
     assert len(_library._eager_names) == _library._EAGER_NAMES_WARNED_AT + 1  # bounded
+
+@test
+def collectives_in_tf_data_map_serially():
+    # One element at a time (the default): every rank's elements pair in order.
+    ds = tf.data.Dataset.range(12).map(lambda i: tf.fill([3], tf.cast(i, tf.float32) + R))
+    got = [float(v[0]) for v in ds.map(lambda x: hvd.allreduce(x, op=hvd.Sum, name="ds_map"))]
+    assert got == [N * i + sum(range(N)) for i in range(12)], got
+
+
+@test
+def one_op_run_twice_at_once_says_what_does_that_in_tensorflow():
+    # Rank 0 has "dup" in flight (its peers submit theirs only after the
+    # barrier) and submits it again: refused at once, with the TensorFlow
+    # causes (a parallel Dataset.map, a tf.function on two threads).
+    import threading
+    import time
+
+    x = tf.ones([2])
+    first = {}
+    if R == 0:
+        worker = threading.Thread(
+            target=lambda: first.update(y=hvd.allreduce(x, op=hvd.Sum, name="dup")))
+        worker.start()
+        time.sleep(0.3)  # its submission is in; the peers' are not
+        try:
+            hvd.allreduce(x, op=hvd.Sum, name="dup")
+            raise AssertionError("a second 'dup' in flight was accepted")
+        except tf.errors.InvalidArgumentError as e:
+            assert "DuplicateName" in str(e) and "num_parallel_calls=None" in str(e), str(e)
+        hvd.barrier(name="dup_refused")
+        worker.join()
+        assert float(first["y"][0]) == N
+    else:
+        hvd.barrier(name="dup_refused")
+        assert float(hvd.allreduce(x, op=hvd.Sum, name="dup")[0]) == N
+
 
 finish()

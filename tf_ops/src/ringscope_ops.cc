@@ -55,7 +55,14 @@ ringscope::Shape to_shape(const tf::TensorShape& s) {
 
 tf::Status to_tf_status(const ringscope::Status& s) {
   if (s.ok()) return tf::Status();
-  const std::string msg = "ringscope: " + s.to_string();
+  std::string msg = "ringscope: " + s.to_string();
+  // What runs one op twice at once in TensorFlow.
+  if (s.code() == ringscope::StatusCode::kDuplicateName)
+    msg +=
+        ". In TensorFlow: a Dataset.map (or interleave) with num_parallel_calls over a function "
+        "with collectives, or one tf.function called from two threads; map with "
+        "num_parallel_calls=None, or give each concurrent call its own name "
+        "(docs/tensorflow.md, \"Collectives in tf.data\")";
   switch (s.code()) {
     case ringscope::StatusCode::kInvalidArgument:
     case ringscope::StatusCode::kMismatch:
