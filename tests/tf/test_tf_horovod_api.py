@@ -426,6 +426,15 @@ def distributed_optimizer_keeps_what_get_config_leaves_out():
     dense.build((None, 3))
     wrapped.build(dense.trainable_variables)
     assert not wrapped._use_weight_decay(dense.bias) and wrapped._use_weight_decay(dense.kernel)
+    # The same inside a LossScaleOptimizer (mixed precision): its inner
+    # optimizer keeps the live schedule and the exclusions.
+    scaled = khvd.DistributedOptimizer(
+        keras.optimizers.LossScaleOptimizer(opt, initial_scale=256.0, dynamic_growth_steps=7))
+    assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
+    assert scaled.initial_scale == 256.0 and scaled.dynamic_growth_steps == 7
+    inner = scaled.inner_optimizer
+    assert inner is not opt and inner._learning_rate is schedule
+    assert inner._exclude_from_weight_decay_pattern.pattern == "bias"
 
 
 

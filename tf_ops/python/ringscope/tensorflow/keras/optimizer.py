@@ -78,7 +78,13 @@ def _rebuilt_as(cls, optimizer):
     leaves out: a learning-rate schedule or callable (the live object, which
     need not be serialisable: a schedule without get_config would otherwise
     fail here) and the variables excluded from weight decay (AdamW's
-    exclude_from_weight_decay, not part of get_config)."""
+    exclude_from_weight_decay, not part of get_config). A LossScaleOptimizer
+    is rebuilt around its inner optimizer rebuilt the same way (its
+    get_config would serialise the inner one and lose both)."""
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        inner = optimizer.inner_optimizer
+        return cls(_rebuilt_as(type(inner), inner), initial_scale=optimizer.initial_scale,
+                   dynamic_growth_steps=optimizer.dynamic_growth_steps, name=optimizer.name)
     schedule = getattr(optimizer, "_learning_rate", None)
     live = (isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule)
             or (callable(schedule) and not isinstance(schedule, keras.Variable)))
