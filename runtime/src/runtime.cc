@@ -469,7 +469,7 @@ Status Runtime::run_cycle(bool* stop) {
     peers_joined_ = false;
   }
   if ((flags & kFlagTraceFull) && traced)
-    stop_trace_at_size_cap(own_trace, /*measure_end_offset=*/!(flags & kFlagUntraced));
+    stop_trace_at_size_cap(own_trace, /*measure_end_offset=*/every_rank_traced_);
   if (flags & kFlagShutdown) *stop = true;
   return Status::OK();
 }

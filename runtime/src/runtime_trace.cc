@@ -114,10 +114,6 @@ void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offse
   // rank is at this point; skipped where some rank has no trace to time,
   // the same decision on every rank since the flags were agreed).
   if (measure_end_offset) {
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++counters_.trace_cap_clock_measurements;
-    }
     ClockOffset offset;
     Status s = measure_clock_offset(
         *transport_, [writer] { return writer->now_ns(); }, options_.op_timeout_seconds, &offset);
@@ -139,6 +135,7 @@ void Runtime::stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offse
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     ++counters_.trace_caps;
+    if (measure_end_offset) ++counters_.trace_cap_clock_measurements;
   }
   // Rank 0 says it for all (at level 2 every rank says it for itself).
   log(topo_.rank == 0 ? 1 : 2,

@@ -141,11 +141,7 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
           &m.writer, [&m] { m.writer_loop(); }, &error))
     return Status::OK();
   m.accepting.store(false, std::memory_order_release);
-  m.phase.store(Impl::kClosed, std::memory_order_relaxed);
-  for (sql::Stmt* st :
-       {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank, &m.page_count})
-    *st = sql::Stmt();  // finalized, so the connection closes now
-  m.db.reset();
+  m.release_connection();
   return Status(StatusCode::kOutOfMemory, "cannot start the trace writer's thread for " + path +
                                               " (" + error.why +
                                               "); a limit on processes or threads may have been "
@@ -259,6 +255,14 @@ size_t TraceWriter::buffer_bytes() const {
   return bytes;
 }
 
+void TraceWriter::Impl::release_connection() {
+  phase.store(kClosed, std::memory_order_relaxed);
+  for (sql::Stmt* st :
+       {&insert_event, &insert_event_batch, &insert_string, &update_rank, &page_count})
+    *st = sql::Stmt();  // finalized, so the connection closes now
+  db.reset();
+}
+
 void TraceWriter::Impl::stop_accepting() {
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -348,11 +352,7 @@ Status TraceWriter::close() {
   } else {
     m.writer.join();  // close_in_background(): the thread ran finish() before ending
   }
-  m.phase.store(Impl::kClosed, std::memory_order_relaxed);
-  for (sql::Stmt* st :
-       {&m.insert_event, &m.insert_event_batch, &m.insert_string, &m.update_rank, &m.page_count})
-    *st = sql::Stmt();
-  m.db.reset();
+  m.release_connection();
   return m.close_status;
 }
 

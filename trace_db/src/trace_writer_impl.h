@@ -35,8 +35,8 @@ struct TraceWriter::Impl {
   void writer_loop();
   size_t drain_all();  // inserts what is buffered; returns rows
   Status insert_events(const TraceEvent* events, size_t count);
-  void count_inserted(const TraceEvent& event);  // into `lanes`
-  Status write_side_tables(bool force);          // strings, dropped mark, ranks row
+  void count_inserted(int lane, const TraceEvent& event);  // into `lanes`
+  Status write_side_tables(bool force);                    // strings, dropped mark, ranks row
   Status begin_if_needed();
   Status commit();
   void fail(const Status& status);
@@ -45,6 +45,8 @@ struct TraceWriter::Impl {
   // events (and wait for record() calls in progress), then, once the writer
   // thread has drained everything, write the statistics and compact.
   void stop_accepting();
+  // Marks the writer closed and closes the connection (statements first).
+  void release_connection();
   Status finish();
 
   const TraceWriterOptions options;

@@ -46,9 +46,10 @@ Status TraceWriter::Impl::commit() {
 void TraceWriter::Impl::check_size() {
   Status status;
   if (!page_count.get() || !page_count.step(&status)) return;
-  size_bytes.store(page_count.column_int(0) * page_size, std::memory_order_relaxed);
+  const int64_t bytes = page_count.column_int(0) * page_size;
   sqlite3_reset(page_count.get());
-  if (options.size_cap_bytes > 0 && size_bytes.load() >= options.size_cap_bytes)
+  size_bytes.store(bytes, std::memory_order_relaxed);
+  if (options.size_cap_bytes > 0 && bytes >= options.size_cap_bytes)
     at_cap.store(true, std::memory_order_relaxed);
 }
 
@@ -74,8 +75,8 @@ void bind_event(sql::Stmt& stmt, int base, int rank, int lane, int64_t tie, cons
 }
 }  // namespace
 
-void TraceWriter::Impl::count_inserted(const TraceEvent& e) {
-  schema::LaneStats& l = lanes[static_cast<size_t>(lane_of_kind(e.kind))];
+void TraceWriter::Impl::count_inserted(int lane, const TraceEvent& e) {
+  schema::LaneStats& l = lanes[static_cast<size_t>(lane)];
   if (l.event_count == 0) {
     l.first_start_ns = e.start_ns;
     l.last_end_ns = e.end_ns;
@@ -114,7 +115,8 @@ Status TraceWriter::Impl::insert_events(const TraceEvent* events, size_t count) 
       late_events.fetch_add(count - i, std::memory_order_relaxed);
       return sql::error(db.get(), rc, "inserting events into " + path);
     }
-    for (size_t r = 0; r < kRowsPerInsert; ++r) count_inserted(*order[i + r].event);
+    for (size_t r = 0; r < kRowsPerInsert; ++r)
+      count_inserted(order[i + r].lane, *order[i + r].event);
   }
   for (; i < count; ++i) {
     const Row& row = order[i];
@@ -126,7 +128,7 @@ Status TraceWriter::Impl::insert_events(const TraceEvent* events, size_t count) 
       late_events.fetch_add(count - i, std::memory_order_relaxed);
       return sql::error(db.get(), rc, "inserting an event into " + path);
     }
-    count_inserted(*row.event);
+    count_inserted(row.lane, *row.event);
   }
   uncommitted += count;
   return Status::OK();
