@@ -172,6 +172,7 @@ Response Coordinator::validate(const std::string& name,
   if (!all_agree(reqs) && !describe_disagreement(name, reqs, &resp)) return resp;
   if (op != OpType::kAllreduce && op != OpType::kBroadcast && resp.tensor.shape.empty()) {
     resp.kind = Response::Kind::kError;
+    resp.error_code = StatusCode::kInvalidArgument;
     resp.error = std::string(op_type_name(op)) + " of tensor '" + name +
                  "' needs at least one dimension (it " +
                  (op == OpType::kAllgather ? "gathers along" : "splits") + " dim 0)";
@@ -179,6 +180,7 @@ Response Coordinator::validate(const std::string& name,
   }
   if (op == OpType::kBroadcast && (resp.tensor.root < 0 || resp.tensor.root >= size_)) {
     resp.kind = Response::Kind::kError;
+    resp.error_code = StatusCode::kInvalidArgument;
     resp.error = "broadcast of tensor '" + name + "': root rank " +
                  std::to_string(resp.tensor.root) + " is outside 0.." + std::to_string(size_ - 1);
     return resp;
@@ -190,6 +192,7 @@ Response Coordinator::validate(const std::string& name,
     std::string problems = alltoall_split_matrix(reqs, &resp.first_dims);
     if (!problems.empty()) {
       resp.kind = Response::Kind::kError;
+      resp.error_code = StatusCode::kInvalidArgument;
       resp.error = "alltoall of tensor '" + name + "': " + problems;
       resp.first_dims.clear();
     }

@@ -8,7 +8,7 @@ namespace ringscope {
 namespace {
 
 constexpr uint8_t kRequestMagic = 0xA1;
-constexpr uint8_t kResponseMagic = 0xB2;
+constexpr uint8_t kResponseMagic = 0xB3;
 constexpr uint32_t kMaxCount = 1u << 24;
 
 class Writer {
@@ -69,7 +69,7 @@ class Reader {
 // The fewest bytes an encoded request and response take (empty name, shape
 // and lists), for Reader::count's check.
 constexpr size_t kMinRequestBytes = 4 + 3 + 4 + 8 + 8 + 4 + 4;
-constexpr size_t kMinResponseBytes = 1 + kMinRequestBytes + 4 + 4;
+constexpr size_t kMinResponseBytes = 1 + kMinRequestBytes + 4 + 4 + 1;
 
 void put_request(Writer& w, const Request& r) {
   w.str(r.name);
@@ -160,6 +160,7 @@ std::vector<uint8_t> encode(const ResponseList& list) {
     put_request(w, r.tensor);
     w.i64s(r.first_dims);
     w.str(r.error);
+    w.put<uint8_t>(static_cast<uint8_t>(r.error_code));
   }
   w.str(list.stall_warning);
   w.put<uint8_t>(list.abort ? 1 : 0);
@@ -198,11 +199,14 @@ Status decode(const std::vector<uint8_t>& bytes, ResponseList* out) {
     return malformed("response header");
   out->responses.resize(n);
   for (Response& r : out->responses) {
-    uint8_t kind;
+    uint8_t kind, code;
     if (!rd.get(&kind) || kind > 1 || !get_request(rd, &r.tensor) || !rd.i64s(&r.first_dims) ||
-        !rd.str(&r.error))
+        !rd.str(&r.error) || !rd.get(&code) ||
+        (code != static_cast<uint8_t>(StatusCode::kMismatch) &&
+         code != static_cast<uint8_t>(StatusCode::kInvalidArgument)))
       return malformed("response");
     r.kind = static_cast<Response::Kind>(kind);
+    r.error_code = static_cast<StatusCode>(code);
   }
   if (!rd.str(&out->stall_warning) || !rd.get(&abort) || !rd.str(&out->error) ||
       !rd.get(&out->join_last))

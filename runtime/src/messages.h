@@ -59,6 +59,11 @@ struct Response {
   // major (entry s * size + d = rows rank s sends to rank d).
   std::vector<int64_t> first_dims;
   std::string error;        // kError: the message, naming ranks
+  // kError: kMismatch where ranks disagree (or a joined rank cannot stand
+  // in), kInvalidArgument where every rank's request is in and one is wrong
+  // by itself (splits that do not add up, a scalar to split, a root outside
+  // the world).
+  StatusCode error_code = StatusCode::kMismatch;
   bool from_cache = false;  // fast path (set locally, not encoded)
   uint32_t cache_slot = 0;  // from_cache: the slot it came from (local)
   size_t bytes() const;     // payload on one rank (allreduce/bcast)

@@ -121,7 +121,7 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
     const size_t first = g.members[0];
     const Response& r = responses[first];
     if (r.kind == Response::Kind::kError) {
-      (*results)[first] = Status(StatusCode::kMismatch, r.error, transport_->rank());
+      (*results)[first] = Status(r.error_code, r.error, transport_->rank());
       continue;
     }
     if (r.tensor.on_device()) {

@@ -37,6 +37,7 @@ TEST_CASE("shape mismatch names the tensor, the field and the ranks", "[coordina
   c.add(2, req("w", {4}), &ready);
   REQUIRE(ready.size() == 1);
   CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error_code == StatusCode::kMismatch);
   CHECK(ready[0].error == "Mismatched shape for tensor 'w': [2, 3] on ranks 0, 1; [4] on rank 2");
 }
 
@@ -198,6 +199,7 @@ TEST_CASE("broadcast root out of range is an error", "[coordinator]") {
   c.add(0, b, &ready);
   c.add(1, b, &ready);
   CHECK(ready.back().kind == Response::Kind::kError);
+  CHECK(ready.back().error_code == StatusCode::kInvalidArgument);  // every rank agrees on it
   CHECK(ready.back().error.find("root rank 5") != std::string::npos);
 }
 

@@ -65,6 +65,7 @@ TEST_CASE("response list round trip", "[messages]") {
   e.kind = Response::Kind::kError;
   e.tensor.name = "y";
   e.error = "Mismatched shape";
+  e.error_code = StatusCode::kInvalidArgument;
   e.first_dims = {1, 2, 3};
   in.responses.push_back(e);
   Response routed;
@@ -83,6 +84,8 @@ TEST_CASE("response list round trip", "[messages]") {
   CHECK(out.responses[0].tensor.root == 2);
   CHECK(out.responses[1].kind == Response::Kind::kError);
   CHECK(out.responses[1].error == "Mismatched shape");
+  CHECK(out.responses[1].error_code == StatusCode::kInvalidArgument);
+  CHECK(out.responses[0].error_code == StatusCode::kMismatch);
   CHECK(out.responses[1].first_dims == std::vector<int64_t>{1, 2, 3});
   CHECK(out.stall_warning == "stalled");
   CHECK(out.responses[2].tensor.op == OpType::kAlltoall);
