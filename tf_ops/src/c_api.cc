@@ -1,8 +1,12 @@
 // A small C interface to the process-wide runtime for Python (ctypes):
-// init/shutdown, topology, tracing, settings and build facts. Errors come back as a code
-// plus a message copied into the caller's buffer.
+// init/shutdown, topology, tracing, settings, agreement on the Python layer's
+// own settings, and build facts. Errors come back as a code plus a message
+// copied into the caller's buffer.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ringscope/ringscope.h"
 
@@ -49,6 +53,36 @@ void ringscope_c_current_settings(long long* fusion_threshold_bytes, double* cyc
   *fusion_threshold_bytes = s.fusion_threshold_bytes;
   *cycle_time_ms = s.cycle_time_ms;
   *cache_enabled = s.cache_enabled ? 1 : 0;
+}
+// Every rank passes its value of the Python-layer setting `what` (an
+// environment variable, as text); fails on every rank alike, naming each
+// rank's value, unless all are equal. One allgather, at init.
+int ringscope_c_agree(const char* what, const char* value, char* err, int errlen) {
+  const std::string name = what ? what : "", mine = value ? value : "";
+  std::vector<uint8_t> gathered;
+  ringscope::Shape shape;
+  ringscope::Status s = ringscope::allgather(
+      "ringscope.agree/" + name, ringscope::DataType::kUInt8,
+      {static_cast<int64_t>(mine.size()) + 1}, mine.c_str(), &gathered, &shape);
+  if (!s.ok()) return report(s, err, errlen);
+  std::vector<std::string> values;  // NUL-separated, one per rank
+  for (size_t start = 0; start < gathered.size();) {
+    const size_t end = std::find(gathered.begin() + start, gathered.end(), 0) - gathered.begin();
+    values.emplace_back(gathered.begin() + start, gathered.begin() + end);
+    start = end + 1;
+  }
+  for (const std::string& v : values) {
+    if (v == mine) continue;
+    std::string every;
+    for (size_t r = 0; r < values.size(); ++r)
+      every += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " '" + values[r] + "'";
+    return report(ringscope::Status(ringscope::StatusCode::kInvalidArgument,
+                                    name + " differs across ranks (" + every +
+                                        "); set the same value on every rank",
+                                    ringscope::rank()),
+                  err, errlen);
+  }
+  return 0;
 }
 // 1 when this library was compiled with CUDA and NCCL (works before init).
 int ringscope_c_built_with_cuda() { return ringscope::gpu_info().built_with_cuda ? 1 : 0; }

@@ -65,9 +65,12 @@ tf::Status to_tf_status(const ringscope::Status& s) {
         "(docs/tensorflow.md, \"Collectives in tf.data\")";
   switch (s.code()) {
     case ringscope::StatusCode::kInvalidArgument:
-    case ringscope::StatusCode::kMismatch:
     case ringscope::StatusCode::kDuplicateName:
       return tf::errors::InvalidArgument(msg);
+    // Ranks that disagree about a tensor: Horovod's class for it, which
+    // ported code catches.
+    case ringscope::StatusCode::kMismatch:
+      return tf::errors::FailedPrecondition(msg);
     case ringscope::StatusCode::kTimeout:
       return tf::errors::DeadlineExceeded(msg);
     case ringscope::StatusCode::kNotInitialized:
@@ -97,6 +100,15 @@ class RingscopeKernel : public tf::AsyncOpKernel {
   explicit RingscopeKernel(tf::OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &tensor_name_));
     if (tensor_name_.empty()) tensor_name_ = name();  // the graph node name
+    // The set of ranks the op runs among, as Horovod's process_set_id: 0 is
+    // every rank, the only set this build has.
+    int process_set_id = 0;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_id));
+    OP_REQUIRES(ctx, process_set_id == 0,
+                tf::errors::Unimplemented("ringscope: process_set_id ", process_set_id,
+                                          " for tensor '", tensor_name_,
+                                          "': ringscope runs every collective among all ranks "
+                                          "(process set 0)"));
   }
 
  protected:
@@ -360,6 +372,7 @@ REGISTER_OP("RingscopeAllreduce")
     .Attr("prescale_factor: string = '1.0'")  // text: a float attr is only 32 bits
     .Attr("postscale_factor: string = '1.0'")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
@@ -372,6 +385,7 @@ REGISTER_OP("RingscopeAllreduce")
 REGISTER_OP("RingscopeAllgather")
     .Attr(RINGSCOPE_TYPES)
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
@@ -390,6 +404,7 @@ REGISTER_OP("RingscopeReducescatter")
     .Attr("prescale_factor: string = '1.0'")  // text: a float attr is only 32 bits
     .Attr("postscale_factor: string = '1.0'")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
@@ -412,6 +427,7 @@ REGISTER_OP("RingscopeReducescatter")
 REGISTER_OP("RingscopeAlltoall")
     .Attr(RINGSCOPE_TYPES)
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Input("splits: int32")
     .Output("output: T")
@@ -437,6 +453,7 @@ REGISTER_OP("RingscopeBroadcast")
     .Attr(RINGSCOPE_TYPES)
     .Attr("root_rank: int")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()

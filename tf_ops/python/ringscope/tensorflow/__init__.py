@@ -14,10 +14,12 @@ the same collectives in the same program order when names are not given.
 
 import atexit
 import ctypes
+import os
 import re
 import threading
 
 import tensorflow as tf
+from tensorflow.python.eager import record as _record
 
 from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
 from ringscope.tensorflow.compression import Compression
@@ -62,10 +64,27 @@ def init(comm=None, process_sets=None):
         raise ValueError("ringscope: init(comm=..., process_sets=...) is not supported: "
                          "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
                          "you want with mpirun)")
+    starting = not is_initialized()
     _call(_c.ringscope_c_init)
+    if starting:
+        _agree_on_settings()
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
+
+
+def _agree_on_settings():
+    """The Python layer's own settings must be the same on every rank: an
+    error on every rank alike when they differ, then one for a bad value."""
+    from ringscope.tensorflow import gradients
+
+    raw = os.environ.get(gradients.CONVENTION_VARIABLE, "")
+    try:
+        _call(_c.ringscope_c_agree, gradients.CONVENTION_VARIABLE.encode(), raw.encode())
+        gradients.convention()
+    except Exception:
+        shutdown()  # every rank fails alike: none is left running
+        raise
 
 
 def _is_whole_world(comm):
@@ -229,7 +248,35 @@ def _submit_together(cache, key, build, tensors):
             if len(cache) >= _TOGETHER_CACHE_SIZE:  # names that change every call
                 del cache[next(iter(cache))]
             fn = cache[key] = tf.function(build, autograph=False, reduce_retracing=True)
+    if _record.could_possibly_record() and not any(isinstance(t, tf.IndexedSlices)
+                                                   for t in tensors):
+        return _with_cast_gradients(fn, tensors)
     return fn(list(tensors))
+
+
+def _with_cast_gradients(fn, tensors):
+    """``fn(tensors)`` under a recording GradientTape, whose gradient first
+    casts each output's upstream gradient to that output's dtype: a traced
+    function's backward takes exactly its outputs' dtypes, where an op's
+    gradient function takes any, and TensorFlow (or the caller: Horovod's
+    tests pass float32 upstream gradients for float64 outputs) may give
+    another."""
+    inputs = [tf.convert_to_tensor(t) for t in tensors]
+
+    @tf.custom_gradient
+    def call(*ts):
+        with tf.GradientTape(persistent=True) as tape:  # the outer tape may be persistent
+            tape.watch(ts)
+            outs = fn(list(ts))
+
+        def grad(*upstream):
+            upstream = [None if u is None else tf.cast(u, o.dtype)
+                        for u, o in zip(upstream, outs)]
+            return tape.gradient(outs, list(ts), output_gradients=upstream)
+
+        return outs, grad
+
+    return call(*inputs)
 
 
 def _reduce_op(op, average):
@@ -246,27 +293,52 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
               compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
               name=None, ignore_name_scope=False):
     """Reduces ``tensor`` over all ranks (default: Average). IndexedSlices are
-    allgathered (values and indices), as Horovod does."""
+    allgathered (values and indices), as Horovod does: Sum and Average only,
+    without scale factors, and an Average divides the values by size() as
+    TensorFlow's ``/`` does (integer values become float64, as Horovod's)."""
     op = _reduce_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
-        if op not in (Sum, Average):
-            raise ValueError("sparse (IndexedSlices) allreduce supports Sum and Average only")
-        base = _auto_name("allreduce_sparse", name)
-        values = tensor.values
-        if prescale_factor != 1.0:
-            values = values * tf.cast(prescale_factor, values.dtype)
-        values = allgather(values, name=(base + "/values") if base else None)
-        indices = allgather(tensor.indices, name=(base + "/indices") if base else None)
-        post = postscale_factor / size() if op == Average else postscale_factor
-        if post != 1.0:
-            values = values * tf.cast(post, values.dtype)
-        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+        _check_sparse(op, prescale_factor, postscale_factor)
+        return _sparse_allreduce(tensor, op, _auto_name("allreduce_sparse", name))
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
     out = _ops.ringscope_allreduce(
         compressed, reduce_op=op, prescale_factor=float(prescale_factor),
         postscale_factor=float(postscale_factor), tensor_name=_auto_name("allreduce", name))
     return compression.decompress(out, ctx)
+
+
+def _check_sparse(op, prescale_factor, postscale_factor):
+    """What Horovod refuses for IndexedSlices, with its exception class."""
+    if op not in (Sum, Average):
+        raise NotImplementedError(
+            "ringscope: an allreduce of tf.IndexedSlices supports Sum and Average only (it "
+            "allgathers values and indices); pass sparse_as_dense=True, or convert the "
+            "slices with tf.convert_to_tensor, for other ops")
+    if float(prescale_factor) != 1.0 or float(postscale_factor) != 1.0:
+        raise NotImplementedError(
+            "ringscope: prescale_factor and postscale_factor are not supported with "
+            "tf.IndexedSlices (as in Horovod): scale the values before or after")
+
+
+def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0):
+    """IndexedSlices summed or averaged over ranks by allgathering values and
+    indices. ``prescale`` and ``postscale`` scale the values (the gradient
+    reduction's factors; the public allreduce refuses them, as Horovod)."""
+    values = slices.values
+    if prescale != 1.0:
+        values = values * tf.cast(prescale, values.dtype)
+    values = allgather(values, name=(base + "/values") if base else None)
+    indices = allgather(slices.indices, name=(base + "/indices") if base else None)
+    if op == Average:
+        # Divided by the size op's output, not a constant: in a graph
+        # TensorFlow's optimizer turns a division by a constant into a
+        # multiplication by its reciprocal, one rounding more (and eagerly
+        # a group runs as a tf.function).
+        values = values / tf.cast(_ops.ringscope_size(), values.dtype)
+    if postscale != 1.0:
+        values = values * tf.cast(postscale, values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
@@ -276,6 +348,9 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     runtime fuses them (eagerly too: see _submit_together). Horovod's
     arguments; device_dense and device_sparse are accepted (CPU ops)."""
     del device_dense, device_sparse
+    tensors = list(tensors)
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):  # before anything is submitted
+        _check_sparse(_reduce_op(op, average), prescale_factor, postscale_factor)
     base = _auto_name("grouped_allreduce", name)
 
     def build(ts):
@@ -285,7 +360,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
 
     key = ("grouped_allreduce", base, average, compression, op, float(prescale_factor),
            float(postscale_factor))
-    return _submit_together(_together_fns, key, build, list(tensors))
+    return _submit_together(_together_fns, key, build, tensors)
 
 
 def _as_bytes(tensor):
@@ -368,21 +443,22 @@ def grouped_reducescatter(tensors, device_dense="", compression=Compression.none
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
     """Sends consecutive rows of ``tensor`` (along dim 0) to every rank:
     ``splits[d]`` rows to rank d, in rank order (default: an equal split,
-    dim 0 must then divide by size()). Returns ``(output, received_splits)``
-    as Horovod does: the rows every rank sent this rank, in rank order, and
-    how many came from each (int32). Dimensions after the first must agree
-    on every rank. Differentiable: the gradient travels the routes back."""
+    dim 0 must then divide by size()). Returns, as Horovod does, the rows
+    every rank sent this rank, in rank order, and, when ``splits`` is given,
+    how many came from each: ``(output, received_splits)`` (int32).
+    Dimensions after the first must agree on every rank. Differentiable: the
+    gradient travels the routes back."""
     tensor = tf.convert_to_tensor(tensor)
     if splits is None:
-        splits = tf.zeros([0], tf.int32)
+        splits_in = tf.zeros([0], tf.int32)
     else:
-        splits = tf.reshape(tf.cast(splits, tf.int32), [-1])
+        splits_in = tf.reshape(tf.cast(splits, tf.int32), [-1])
     # bool and 8/16-bit integers travel as bytes: a bitcast only adds a
     # trailing dimension, so the splits over dim 0 still hold.
     moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
     output, received_splits = _ops.ringscope_alltoall(
-        moved, splits, tensor_name=_auto_name("alltoall", name))
-    return back(output), received_splits
+        moved, splits_in, tensor_name=_auto_name("alltoall", name))
+    return back(output) if splits is None else (back(output), received_splits)
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):

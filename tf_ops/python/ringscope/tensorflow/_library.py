@@ -162,6 +162,7 @@ for _fn in ("rank", "size", "local_rank", "local_size", "cross_rank", "cross_siz
 c.ringscope_c_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_start_trace.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_stop_trace.argtypes = [ctypes.c_char_p, ctypes.c_int]
+c.ringscope_c_agree.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_mark_step.argtypes = [ctypes.c_longlong]
 c.ringscope_c_propose_settings.argtypes = [
     ctypes.c_longlong, ctypes.c_double, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]

@@ -4,8 +4,10 @@ broadcast_object, allgather_object and barrier.
 Objects travel pickled (cloudpickle when it is installed, as Horovod does,
 so lambdas and local classes work; else the standard pickle) through the
 ordinary uint8 broadcast and allgather ops, so they show up in the trace
-under their names like any tensor. They run eagerly only: the sizes must be
-known in Python before the data moves.
+under their names like any tensor. They run eagerly, or in a TensorFlow 1
+graph through a session (``session=``, else the default one), as Horovod's
+do: the sizes must be known in Python before the data moves, so not inside
+a tf.function.
 """
 
 import io
@@ -20,13 +22,20 @@ except ImportError:  # pragma: no cover - depends on the environment
     _pickler = pickle
 
 
-def _require_eager(what, session=None):
-    """``what`` runs eagerly only, and takes Horovod's TF1 ``session`` only as None."""
-    if not tf.executing_eagerly():
-        raise RuntimeError(f"ringscope: {what} runs eagerly only; call it outside tf.function")
-    if session is not None:
-        raise ValueError(f"ringscope: {what} takes no session (TensorFlow 1 sessions are not "
-                         "supported)")
+def _runner(what, session=None):
+    """A function that evaluates a tensor now: ``.numpy()`` eagerly, else
+    ``session`` (or the default session of a TensorFlow 1 graph). Inside a
+    tf.function nothing can be evaluated: a RuntimeError says so."""
+    if tf.executing_eagerly():
+        if session is not None:
+            raise ValueError(f"ringscope: {what} got a session while executing eagerly")
+        return lambda t: t.numpy()
+    session = session or tf.compat.v1.get_default_session()
+    if session is None:
+        raise RuntimeError(f"ringscope: {what} runs eagerly, or in a TensorFlow 1 graph with a "
+                           "session (session=, or a default session); not inside tf.function: "
+                           "call it outside")
+    return session.run
 
 
 def _dumps(obj):
@@ -58,46 +67,47 @@ def _unpicklable(what, ranks, error):
 def broadcast_object(obj, root_rank=0, session=None, name=None):
     """Returns root_rank's ``obj`` on every rank (pickled, then broadcast).
 
-    ``session`` is accepted for Horovod compatibility and must be None."""
+    ``session``: the TensorFlow 1 session that runs the broadcasts in graph
+    mode (default: the default session); None eagerly."""
     from ringscope.tensorflow import _auto_name, broadcast, rank
 
-    _require_eager("broadcast_object", session)
-    name = _auto_name("broadcast_object", name)  # never from obj: it differs between ranks
-    root = rank() == int(root_rank)
+    run = _runner("broadcast_object", session)
+    name = _auto_name("broadcast_object", name) or "broadcast_object"  # never from obj: it
+    root = rank() == int(root_rank)                                    # differs between ranks
     payload, error = _dumps_or_error(obj) if root else (np.zeros(0, np.uint8), None)
     size = -1 if error is not None else payload.size
-    length = int(broadcast(tf.constant([size], tf.int64), root_rank, name=f"{name}.sz")
-                 .numpy()[0])
+    length = int(run(broadcast(tf.constant([size], tf.int64), root_rank, name=f"{name}.sz"))[0])
     if length < 0:
         raise _unpicklable("broadcast_object", [int(root_rank)], error)
     if not root:
         payload = np.zeros(length, np.uint8)
-    data = broadcast(tf.constant(payload), root_rank, name=f"{name}.t")
-    return obj if root else _loads(data.numpy())
+    data = run(broadcast(tf.constant(payload), root_rank, name=f"{name}.t"))
+    return obj if root else _loads(data)
 
 
 def allgather_object(obj, session=None, name=None):
     """Returns the list of every rank's ``obj``, indexed by rank.
-    ``session`` is Horovod's TF1 argument: only None is taken."""
+    ``session``: as in broadcast_object."""
     from ringscope.tensorflow import _auto_name, allgather
 
-    _require_eager("allgather_object", session)
-    name = _auto_name("allgather_object", name)
+    run = _runner("allgather_object", session)
+    name = _auto_name("allgather_object", name) or "allgather_object"
     payload, error = _dumps_or_error(obj)
     size = -1 if error is not None else payload.size
-    lengths = allgather(tf.constant([size], tf.int64), name=f"{name}.sz").numpy()
+    lengths = run(allgather(tf.constant([size], tf.int64), name=f"{name}.sz"))
     if (lengths < 0).any():
         raise _unpicklable("allgather_object", [int(r) for r in np.flatnonzero(lengths < 0)],
                            error)
-    data = allgather(tf.constant(payload), name=f"{name}.t").numpy()
+    data = run(allgather(tf.constant(payload), name=f"{name}.t"))
     ends = np.cumsum(lengths)
     return [_loads(data[end - n:end]) for n, end in zip(lengths, ends)]
 
 
-def barrier(name=None):
+def barrier(name=None, session=None):
     """Returns once every rank has called barrier() (the same number of
-    times, from the same thread, or with the same ``name``)."""
+    times, from the same thread, or with the same ``name``); in a
+    TensorFlow 1 graph through ``session`` (default: the default session)."""
     from ringscope.tensorflow import Sum, _auto_name, allreduce
 
-    _require_eager("barrier")
-    allreduce(tf.zeros([1], tf.int32), op=Sum, name=_auto_name("barrier", name)).numpy()
+    run = _runner("barrier", session)
+    run(allreduce(tf.zeros([1], tf.int32), op=Sum, name=_auto_name("barrier", name) or "barrier"))

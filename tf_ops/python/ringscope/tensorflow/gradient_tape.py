@@ -72,7 +72,8 @@ class GradientReduction:
         """The allreduced gradients (None stays None), submitted together:
         in a tf.function by TensorFlow, eagerly through one tf.function of
         all of them, so the runtime fuses them either way."""
-        from ringscope.tensorflow import _submit_together, _together_fns, allreduce
+        from ringscope.tensorflow import (_check_sparse, _sparse_allreduce, _submit_together,
+                                          _together_fns, allreduce)
 
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size
@@ -85,8 +86,12 @@ class GradientReduction:
             for g, name in zip(gs, names):
                 if self.sparse_as_dense and isinstance(g, tf.IndexedSlices):
                     g = tf.convert_to_tensor(g)
-                out.append(allreduce(g, op=self.op, compression=self.compression,
-                                     prescale_factor=pre, postscale_factor=post, name=name))
+                if isinstance(g, tf.IndexedSlices):  # the factors scale the gathered values
+                    _check_sparse(self.op, 1.0, 1.0)
+                    out.append(_sparse_allreduce(g, self.op, name, pre, post))
+                else:
+                    out.append(allreduce(g, op=self.op, compression=self.compression,
+                                         prescale_factor=pre, postscale_factor=post, name=name))
             return out
 
         # Shared by every tape of the same configuration: an eager loop makes
@@ -163,6 +168,18 @@ class DistributedGradientTape(tf.GradientTape):
             tf.nest.flatten(grads), tf.nest.flatten(sources), "DistributedGradientTape",
             self._ringscope_local, self._ringscope_scale_local)
         return tf.nest.pack_sequence_as(grads, out)
+
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None,
+                                       use_generic_names=False):
+        """Horovod's: gradient(), returned as two lists of (source, gradient)
+        pairs in the order of ``sources``: the local sources'
+        (register_local_source, local_layers: not allreduced, scaled as in
+        gradient()) and the others' (allreduced)."""
+        grads = self.gradient(target, sources, output_gradients, use_generic_names)
+        local, distributed = [], []
+        for source, grad in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
+            (local if id(source) in self._ringscope_local else distributed).append((source, grad))
+        return local, distributed
 
 
 def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",

@@ -6,21 +6,40 @@ in the same order. Eagerly it is named after the forward op
 node's own name is used, which is unique in the graph even when the same
 gradient is taken twice (two tapes, a persistent tape).
 
-With the loss being the sum of every rank's loss:
+Two conventions, chosen by RINGSCOPE_COLLECTIVE_GRADIENTS (the same on every
+rank: init() checks it; docs/tensorflow.md, "Gradients of collectives"):
 
-- allreduce (Sum, Average, scale factors): the gradient is allreduced the
-  same way. Min and Max: the summed gradient goes to the elements that hold
-  the extreme value, each of them in full where several ranks tie (Horovod
-  allreduces the gradient with Min/Max instead, which is not a gradient).
-  The holders are found by comparing the scaled input with the result: with
-  16-bit floats and scale factors they are exact only where the scaled
-  values are.
+``horovod`` (the default): Horovod's, so a model ported from Horovod trains
+the same:
+
+- allreduce: the gradient is allreduced with the forward op and scale
+  factors (Min and Max too).
+- allgather: the gradient is averaged over ranks and each rank keeps its rows.
+- broadcast: the gradient is averaged over ranks; the root gets it, the
+  other ranks zeros (that still depend on the allreduce, so a graph run
+  never prunes it on one rank while the others wait in it).
+- reducescatter: the gradient times the scale factors, and times size() for
+  Sum, is allgathered.
+- alltoall: the gradient rows travel back along the routes the rows came.
+
+``sum``: the derivative of the sum of every rank's loss:
+
+- allreduce Sum and Average: as above. Min and Max: the summed gradient
+  goes to the elements that hold the extreme value, each of them in full
+  where several ranks tie. The holders are found by comparing the scaled
+  input with the result: with 16-bit floats and scale factors they are
+  exact only where the scaled values are.
 - allgather: the gradients are summed over ranks and each rank keeps its rows.
 - broadcast: the summed gradient goes to the root; other ranks get zeros.
-- reducescatter: every rank's row gradients are gathered (and scaled like the
-  forward op); Min/Max as for allreduce.
-- alltoall: the gradient rows travel back along the routes the rows came.
+- reducescatter: every rank's row gradients are gathered and scaled like
+  the forward op; Min/Max as for allreduce.
+- alltoall: as above.
+
+Reducescatter with Min or Max has no Horovod counterpart: it takes the
+``sum`` gradient under both.
 """
+
+import os
 
 import tensorflow as tf
 
@@ -28,6 +47,24 @@ import ringscope.tensorflow as _hvd
 from ringscope.tensorflow._library import ops as _ops
 
 _SUM, _AVERAGE = 0, 1
+
+CONVENTION_VARIABLE = "RINGSCOPE_COLLECTIVE_GRADIENTS"
+CONVENTIONS = ("horovod", "sum")
+
+
+def convention():
+    """The gradient convention of this process (RINGSCOPE_COLLECTIVE_GRADIENTS,
+    default "horovod"); a ValueError naming the variable for any other value."""
+    value = os.environ.get(CONVENTION_VARIABLE, "horovod").strip() or "horovod"
+    if value not in CONVENTIONS:
+        raise ValueError(f"ringscope: {CONVENTION_VARIABLE}='{value}' is invalid: expected "
+                         f"'horovod' (the default: Horovod's gradients) or 'sum' (the gradient "
+                         f"of the sum of every rank's loss)")
+    return value
+
+
+def _horovod():
+    return convention() == "horovod"
 
 
 def _grad_name(op, suffix="grad"):
@@ -46,22 +83,30 @@ def _reduce_factors(op):
     return float(op.get_attr("prescale_factor")), float(op.get_attr("postscale_factor"))
 
 
+def _scaled(x, factor):
+    return x if factor == 1.0 else x * tf.cast(factor, x.dtype)
+
+
 def _extreme_mask(op, full_result, x):
     """1 where x (scaled as the forward op scaled it) is the reduced value."""
     pre, post = _reduce_factors(op)
-    scaled = x
-    if pre != 1.0:
-        scaled = scaled * tf.cast(pre, x.dtype)
-    if post != 1.0:
-        scaled = scaled * tf.cast(post, x.dtype)
+    scaled = _scaled(_scaled(x, pre), post)
     return tf.cast(tf.equal(scaled, full_result), x.dtype) * tf.cast(pre * post, x.dtype)
+
+
+def _own_rows(grad, op):
+    """This rank's rows of ``grad``, an allgather's output gradient: every
+    rank's dim 0 is gathered (on the host) to split it."""
+    rows = tf.shape(op.inputs[0], out_type=tf.int64)[:1]
+    every_rows = _ops.ringscope_allgather(rows, tensor_name=_grad_name(op, "grad_rows"))
+    return tf.split(grad, every_rows, num=_hvd.size(), axis=0)[_hvd.rank()]
 
 
 @tf.RegisterGradient("RingscopeAllreduce")
 def _allreduce_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     pre, post = _reduce_factors(op)
-    if reduce_op in (_SUM, _AVERAGE):
+    if reduce_op in (_SUM, _AVERAGE) or _horovod():
         return _ops.ringscope_allreduce(grad, reduce_op=reduce_op, prescale_factor=pre,
                                         postscale_factor=post, tensor_name=_grad_name(op))
     summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op))
@@ -70,28 +115,34 @@ def _allreduce_grad(op, grad):
 
 @tf.RegisterGradient("RingscopeAllgather")
 def _allgather_grad(op, grad):
-    summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op))
-    rows = tf.shape(op.inputs[0], out_type=tf.int64)[:1]
-    every_rows = _ops.ringscope_allgather(rows, tensor_name=_grad_name(op, "grad_rows"))
-    return tf.split(summed, every_rows, num=_hvd.size(), axis=0)[_hvd.rank()]
+    reduced = _ops.ringscope_allreduce(grad, reduce_op=_AVERAGE if _horovod() else _SUM,
+                                       tensor_name=_grad_name(op))
+    return _own_rows(reduced, op)
 
 
 @tf.RegisterGradient("RingscopeBroadcast")
 def _broadcast_grad(op, grad):
-    summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op))
+    reduced = _ops.ringscope_allreduce(grad, reduce_op=_AVERAGE if _horovod() else _SUM,
+                                       tensor_name=_grad_name(op))
     if _hvd.rank() == op.get_attr("root_rank"):
-        return summed
-    return tf.zeros_like(summed)
+        return reduced
+    # Zeros computed from the allreduce: a constant would let a graph run
+    # (Session.run) prune the allreduce on this rank while the root waits.
+    with tf.control_dependencies([reduced]):
+        return tf.zeros_like(grad)
 
 
 @tf.RegisterGradient("RingscopeReducescatter")
 def _reducescatter_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     pre, post = _reduce_factors(op)
-    gathered = _ops.ringscope_allgather(grad, tensor_name=_grad_name(op))
     if reduce_op in (_SUM, _AVERAGE):
-        factor = pre * post / (_hvd.size() if reduce_op == _AVERAGE else 1)
-        return gathered if factor == 1.0 else gathered * tf.cast(factor, grad.dtype)
+        if _horovod():
+            factor = pre * post * (_hvd.size() if reduce_op == _SUM else 1)
+        else:
+            factor = pre * post / (_hvd.size() if reduce_op == _AVERAGE else 1)
+        return _ops.ringscope_allgather(_scaled(grad, factor), tensor_name=_grad_name(op))
+    gathered = _ops.ringscope_allgather(grad, tensor_name=_grad_name(op))
     full = _ops.ringscope_allgather(op.outputs[0], tensor_name=_grad_name(op, "grad_result"))
     return gathered * _extreme_mask(op, full, op.inputs[0])
 

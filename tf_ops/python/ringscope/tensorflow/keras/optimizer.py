@@ -4,6 +4,7 @@ and load_model, which reloads a saved model with its optimizer wrapped."""
 import sys
 
 import keras
+import tensorflow as tf
 
 from ringscope.tensorflow.gradient_tape import GradientReduction, local_layer_variables
 
@@ -53,18 +54,40 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     base = type(optimizer)
 
     local_ids = set()  # id() of the variables registered as local
+    reduced_ids = set()  # id() of the gradients _compute_gradients returned, until applied
 
     class _DistributedOptimizer(base):
         def register_local_var(self, var):
             """``var``'s gradient stays on this rank (not allreduced)."""
             local_ids.add(id(var))
 
+        def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):
+            """Horovod's: the gradients of ``loss`` (a tensor recorded on
+            ``tape``, or a callable) with respect to ``var_list``, reduced as
+            apply() reduces them, as (gradient, variable) pairs. apply()
+            does not reduce these gradients again."""
+            var_list = list(var_list() if callable(var_list) else var_list)
+            tape = tf.GradientTape() if tape is None else tape
+            if callable(loss):
+                with tape:
+                    loss = loss()
+            grads = tape.gradient(loss, var_list, output_gradients=grad_loss)
+            grads = reduction.reduce_with_local(list(grads), var_list, prefix, local_ids,
+                                                scale_local_gradients)
+            reduced_ids.clear()
+            reduced_ids.update(id(g) for g in grads if g is not None)
+            return list(zip(grads, var_list))
+
         def apply(self, grads, trainable_variables=None):
             _refuse_inside_loss_scaler(self)
             variables = (trainable_variables if trainable_variables is not None
                          else self._trainable_variables)
-            grads = reduction.reduce_with_local(list(grads), list(variables), prefix, local_ids,
-                                                scale_local_gradients)
+            grads = list(grads)
+            if reduced_ids and all(g is None or id(g) in reduced_ids for g in grads):
+                reduced_ids.clear()  # from _compute_gradients: reduced there
+            else:
+                grads = reduction.reduce_with_local(grads, list(variables), prefix, local_ids,
+                                                    scale_local_gradients)
             return super().apply(grads, trainable_variables)
 
     setattr(_DistributedOptimizer, _DISTRIBUTED, True)
