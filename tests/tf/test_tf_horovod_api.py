@@ -230,8 +230,11 @@ def embedding_gradients_sparse_dense_and_predivided_match_one_process():
     ref = embed_model()
     ref.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
     ref.fit(ids, target, batch_size=N * B, verbose=0)
-    real_allgather, gathers = hvd.allgather, []
-    hvd.allgather = lambda *a, **k: gathers.append(k.get("name")) or real_allgather(*a, **k)
+    from ringscope.tensorflow import collectives
+
+    real_allgather, gathers = collectives.allgather, []
+    collectives.allgather = (lambda *a, **k: gathers.append(k.get("name"))
+                             or real_allgather(*a, **k))
     try:
         for i, kwargs in enumerate(({}, {"sparse_as_dense": True},
                                     {"gradient_predivide_factor": 3.0})):
@@ -245,7 +248,7 @@ def embedding_gradients_sparse_dense_and_predivided_match_one_process():
             # the embedding's IndexedSlices are allgathered unless sparse_as_dense
             assert bool(gathers) != bool(kwargs.get("sparse_as_dense")), (kwargs, gathers)
     finally:
-        hvd.allgather = real_allgather
+        collectives.allgather = real_allgather
 
 
 @test

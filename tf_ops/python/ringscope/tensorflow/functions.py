@@ -69,7 +69,8 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
 
     ``session``: the TensorFlow 1 session that runs the broadcasts in graph
     mode (default: the default session); None eagerly."""
-    from ringscope.tensorflow import _auto_name, broadcast, rank
+    from ringscope.tensorflow import rank
+    from ringscope.tensorflow.collectives import _auto_name, broadcast
 
     run = _runner("broadcast_object", session)
     name = _auto_name("broadcast_object", name) or "broadcast_object"  # never from obj: it
@@ -88,7 +89,7 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
 def allgather_object(obj, session=None, name=None):
     """Returns the list of every rank's ``obj``, indexed by rank.
     ``session``: as in broadcast_object."""
-    from ringscope.tensorflow import _auto_name, allgather
+    from ringscope.tensorflow.collectives import _auto_name, allgather
 
     run = _runner("allgather_object", session)
     name = _auto_name("allgather_object", name) or "allgather_object"
@@ -107,7 +108,8 @@ def barrier(name=None, session=None):
     """Returns once every rank has called barrier() (the same number of
     times, from the same thread, or with the same ``name``); in a
     TensorFlow 1 graph through ``session`` (default: the default session)."""
-    from ringscope.tensorflow import Sum, _auto_name, allreduce
+    from ringscope.tensorflow.collectives import Sum, _auto_name, allreduce
 
     run = _runner("barrier", session)
-    run(allreduce(tf.zeros([1], tf.int32), op=Sum, name=_auto_name("barrier", name) or "barrier"))
+    name = _auto_name("barrier", name) or "barrier"
+    run(allreduce(tf.zeros([1], tf.int32), op=Sum, name=name))

@@ -72,8 +72,9 @@ class GradientReduction:
         """The allreduced gradients (None stays None), submitted together:
         in a tf.function by TensorFlow, eagerly through one tf.function of
         all of them, so the runtime fuses them either way."""
-        from ringscope.tensorflow import (_check_sparse, _sparse_allreduce, _submit_together,
-                                          _together_fns, allreduce)
+        from ringscope.tensorflow.collectives import (_check_sparse, _sparse_allreduce,
+                                                      _submit_together, _together_fns,
+                                                      allreduce)
 
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size

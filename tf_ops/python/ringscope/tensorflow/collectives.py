@@ -1,0 +1,344 @@
+"""The collectives of ringscope.tensorflow (TensorFlow ops: eager and
+inside tf.function): allreduce (dense and IndexedSlices), allgather,
+broadcast, reducescatter, alltoall, their grouped forms, join and
+broadcast_variables; how unnamed ops are named so that every rank's k-th
+call meets the others'; and how a group is submitted together eagerly (one
+cached tf.function) so the runtime fuses it."""
+
+import re
+import threading
+
+import tensorflow as tf
+from tensorflow.python.eager import record as _record
+
+from ringscope.tensorflow._library import ops as _ops
+from ringscope.tensorflow.compression import Compression
+
+# Reduce ops (same values as the C++ ReduceOp).
+Sum, Average, Min, Max = 0, 1, 2, 3
+
+_together_lock = threading.Lock()
+_together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
+_TOGETHER_CACHE_SIZE = 256  # keys kept per cache, the oldest dropped first
+
+
+def _auto_name(kind, name):
+    """Explicit names win. In a tf.function the graph node name is used ('').
+    Eagerly an unnamed op reuses one name per kind, as Horovod's eager ops
+    do: each call completes before it returns, so the k-th unnamed call of
+    every rank still meets the k-th of the others, and the name stays the
+    same from step to step (a fresh name per call made TensorFlow build and
+    keep a new kernel each time, 35 KB and 0.6 ms a call, and missed the
+    response cache). Unnamed calls from other threads carry the thread's
+    name; several unnamed calls at once from one thread's pool need names."""
+    if name:
+        return str(name)
+    if not tf.executing_eagerly():
+        return ""
+    # Outside the main thread, the thread's name too (the same on every rank
+    # when the threads are made in the same order, as thread ids are not):
+    # a checkpoint thread's broadcast_object and the main thread's must not
+    # meet each other's ops on another rank.
+    return f"{kind}.eager{_thread_suffix()}"
+
+
+def _thread_suffix():
+    """"" on the main thread, else "@" and the thread's name where the user
+    gave it one. Python's default names count threads per process
+    ("Thread-7 (save)", "ThreadPoolExecutor-0_1", "Dummy-3") and differ
+    across ranks as soon as one rank started one more thread: of those
+    only the target's name is kept ("@save"), else "@thread"."""
+    thread = threading.current_thread()
+    if thread is threading.main_thread():
+        return ""
+    default = re.fullmatch(r"(?:Thread|Dummy)-\d+(?: \((.*)\))?|ThreadPoolExecutor-\d+_\d+",
+                           thread.name)
+    if default:
+        return f"@{default.group(1) or 'thread'}"
+    return f"@{thread.name}"
+
+
+def _submit_together(cache, key, build, tensors):
+    """``build(tensors)`` -> the collectives' outputs, with names fixed by
+    ``key``. Inside a tf.function the ops are submitted as soon as their
+    inputs are ready and the runtime fuses them. Eagerly each op would wait
+    for the previous one to complete (a cycle each, nothing fused), so they
+    run in one tf.function, kept in ``cache`` under ``key`` (traced again
+    only for new shapes or dtypes)."""
+    if not tf.executing_eagerly() or len(tensors) < 2:
+        return build(tensors)
+    with _together_lock:
+        fn = cache.get(key)
+        if fn is None:
+            if len(cache) >= _TOGETHER_CACHE_SIZE:  # names that change every call
+                del cache[next(iter(cache))]
+            fn = cache[key] = tf.function(build, autograph=False, reduce_retracing=True)
+    if _record.could_possibly_record() and not any(isinstance(t, tf.IndexedSlices)
+                                                   for t in tensors):
+        return _with_cast_gradients(fn, tensors)
+    return fn(list(tensors))
+
+
+def _with_cast_gradients(fn, tensors):
+    """``fn(tensors)`` under a recording GradientTape, whose gradient first
+    casts each output's upstream gradient to that output's dtype: a traced
+    function's backward takes exactly its outputs' dtypes, where an op's
+    gradient function takes any, and TensorFlow (or the caller: Horovod's
+    tests pass float32 upstream gradients for float64 outputs) may give
+    another."""
+    inputs = [tf.convert_to_tensor(t) for t in tensors]
+
+    @tf.custom_gradient
+    def call(*ts):
+        with tf.GradientTape(persistent=True) as tape:  # the outer tape may be persistent
+            tape.watch(ts)
+            outs = fn(list(ts))
+
+        def grad(*upstream):
+            upstream = [None if u is None else tf.cast(u, o.dtype)
+                        for u, o in zip(upstream, outs)]
+            return tape.gradient(outs, list(ts), output_gradients=upstream)
+
+        return outs, grad
+
+    return call(*inputs)
+
+
+def _reduce_op(op, average):
+    if op is not None and average is not None:
+        raise ValueError("give either op or the deprecated average, not both")
+    if op is None:
+        op = Sum if average is False else Average
+    if op not in (Sum, Average, Min, Max):
+        raise ValueError(f"unknown reduce op {op!r}: use Sum, Average, Min or Max")
+    return op
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="",
+              compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
+              name=None, ignore_name_scope=False):
+    """Reduces ``tensor`` over all ranks (default: Average). IndexedSlices are
+    allgathered (values and indices), as Horovod does: Sum and Average only,
+    without scale factors, and an Average divides the values by size() as
+    TensorFlow's ``/`` does (integer values become float64, as Horovod's)."""
+    op = _reduce_op(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        _check_sparse(op, prescale_factor, postscale_factor)
+        return _sparse_allreduce(tensor, op, _auto_name("allreduce_sparse", name))
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, ctx = compression.compress(tensor)
+    out = _ops.ringscope_allreduce(
+        compressed, reduce_op=op, prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor), tensor_name=_auto_name("allreduce", name))
+    return compression.decompress(out, ctx)
+
+
+def _check_sparse(op, prescale_factor, postscale_factor):
+    """What Horovod refuses for IndexedSlices, with its exception class."""
+    if op not in (Sum, Average):
+        raise NotImplementedError(
+            "ringscope: an allreduce of tf.IndexedSlices supports Sum and Average only (it "
+            "allgathers values and indices); pass sparse_as_dense=True, or convert the "
+            "slices with tf.convert_to_tensor, for other ops")
+    if float(prescale_factor) != 1.0 or float(postscale_factor) != 1.0:
+        raise NotImplementedError(
+            "ringscope: prescale_factor and postscale_factor are not supported with "
+            "tf.IndexedSlices (as in Horovod): scale the values before or after")
+
+
+def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0):
+    """IndexedSlices summed or averaged over ranks by allgathering values and
+    indices. ``prescale`` and ``postscale`` scale the values (the gradient
+    reduction's factors; the public allreduce refuses them, as Horovod)."""
+    values = slices.values
+    if prescale != 1.0:
+        values = values * tf.cast(prescale, values.dtype)
+    values = allgather(values, name=(base + "/values") if base else None)
+    indices = allgather(slices.indices, name=(base + "/indices") if base else None)
+    if op == Average:
+        # Divided by the size op's output, not a constant: in a graph
+        # TensorFlow's optimizer turns a division by a constant into a
+        # multiplication by its reciprocal, one rounding more (and eagerly
+        # a group runs as a tf.function).
+        values = values / tf.cast(_ops.ringscope_size(), values.dtype)
+    if postscale != 1.0:
+        values = values * tf.cast(postscale, values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
+                      compression=Compression.none, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, name=None, ignore_name_scope=False):
+    """Allreduces a list of tensors; they are submitted together, so the
+    runtime fuses them (eagerly too: see _submit_together). Horovod's
+    arguments; device_dense and device_sparse are accepted (CPU ops)."""
+    del device_dense, device_sparse
+    tensors = list(tensors)
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):  # before anything is submitted
+        _check_sparse(_reduce_op(op, average), prescale_factor, postscale_factor)
+    base = _auto_name("grouped_allreduce", name)
+
+    def build(ts):
+        return [allreduce(t, average=average, compression=compression, op=op,
+                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                          name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
+
+    key = ("grouped_allreduce", base, average, compression, op, float(prescale_factor),
+           float(postscale_factor))
+    return _submit_together(_together_fns, key, build, tensors)
+
+
+def _as_bytes(tensor):
+    """A tensor of a type the ops do not carry (bool, int8, int16, uint16),
+    as uint8 bytes that can be moved (a trailing dimension of 2 for 16-bit
+    types), and the function that turns moved bytes back."""
+    dtype = tensor.dtype
+    if dtype == tf.bool:
+        return tf.cast(tensor, tf.uint8), lambda t: tf.cast(t, tf.bool)
+    if dtype in (tf.int8, tf.int16, tf.uint16):
+        return tf.bitcast(tensor, tf.uint8), lambda t: tf.bitcast(t, dtype)
+    return tensor, lambda t: t
+
+
+def allgather(tensor, name=None, ignore_name_scope=False):
+    """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
+    tensor = tf.convert_to_tensor(tensor)
+    # A scalar is refused by the op with its own message; its bytes (shape
+    # [2] for 16 bits) would be gathered and then fail to convert back.
+    moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
+    return back(_ops.ringscope_allgather(moved, tensor_name=_auto_name("allgather", name)))
+
+
+def grouped_allgather(tensors, name=None, ignore_name_scope=False):
+    """Allgathers each tensor of a list (each one's dim 0 may differ per
+    rank); they are submitted together (eagerly too)."""
+    base = _auto_name("grouped_allgather", name)
+
+    def build(ts):
+        return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
+
+    return _submit_together(_together_fns, ("grouped_allgather", base), build, list(tensors))
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
+                  ignore_name_scope=False, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces ``tensor`` over all ranks (default: Average) and returns this
+    rank's rows of the result along dim 0: the first dim0 % size() ranks get
+    one row more than the others, as in Horovod. ``op``: Sum, Average, Min
+    or Max. CPU tensors; every rank passes the same shape. Arguments in
+    Horovod's order; ``device_dense`` is accepted and changes nothing."""
+    _check_device_dense(device_dense)
+    op = _reduce_op(op, None)
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, ctx = compression.compress(tensor)
+    out = _ops.ringscope_reducescatter(
+        compressed, reduce_op=op, prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
+        tensor_name=_auto_name("reducescatter", name))
+    return compression.decompress(out, ctx)
+
+
+def _check_device_dense(device_dense):
+    """Horovod's device string, changing nothing here. An op in its place
+    (reducescatter(x, hvd.Sum), the order before 2026-12-01) would otherwise
+    be dropped silently and the default Average used."""
+    if not isinstance(device_dense, str):
+        raise TypeError(f"ringscope: reducescatter's second argument is device_dense (a device "
+                        f"string, as in Horovod), got {device_dense!r}; pass the op as op=...")
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=None,
+                          prescale_factor=1.0, postscale_factor=1.0, name=None,
+                          ignore_name_scope=False):
+    """reducescatter of each tensor of a list; they are submitted together
+    (eagerly too). Arguments in Horovod's order."""
+    _check_device_dense(device_dense)
+    base = _auto_name("grouped_reducescatter", name)
+
+    def build(ts):
+        return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
+                              prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                              compression=compression) for i, t in enumerate(ts)]
+
+    key = ("grouped_reducescatter", base, op, float(prescale_factor), float(postscale_factor),
+           compression)
+    return _submit_together(_together_fns, key, build, list(tensors))
+
+
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
+    """Sends consecutive rows of ``tensor`` (along dim 0) to every rank:
+    ``splits[d]`` rows to rank d, in rank order (default: an equal split,
+    dim 0 must then divide by size()). Returns, as Horovod does, the rows
+    every rank sent this rank, in rank order, and, when ``splits`` is given,
+    how many came from each: ``(output, received_splits)`` (int32).
+    Dimensions after the first must agree on every rank. Differentiable: the
+    gradient travels the routes back."""
+    tensor = tf.convert_to_tensor(tensor)
+    if splits is None:
+        splits_in = tf.zeros([0], tf.int32)
+    else:
+        splits_in = tf.reshape(tf.cast(splits, tf.int32), [-1])
+    # bool and 8/16-bit integers travel as bytes: a bitcast only adds a
+    # trailing dimension, so the splits over dim 0 still hold.
+    moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
+    output, received_splits = _ops.ringscope_alltoall(
+        moved, splits_in, tensor_name=_auto_name("alltoall", name))
+    return back(output) if splits is None else (back(output), received_splits)
+
+
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
+    """Returns ``tensor`` of rank ``root_rank`` on every rank."""
+    moved, back = _as_bytes(tf.convert_to_tensor(tensor))
+    return back(_ops.ringscope_broadcast(moved, root_rank=int(root_rank),
+                                         tensor_name=_auto_name("broadcast", name)))
+
+
+def join():
+    """Horovod's ``hvd.join()``: this rank has no more data. Until every
+    rank has joined, it takes part in the collectives the others still run
+    (with zeros for an allreduce sum or average, the reduction's identity for
+    min and max, no rows for an allgather, as a receiver for a broadcast), so
+    ranks with uneven shares of the data finish the epoch without a stall.
+    Returns the rank that joined last, as an int32 scalar tensor. A
+    reducescatter, an alltoall, a GPU tensor or a broadcast from a joined
+    root fails on every rank with an error naming the joined ranks."""
+    return _ops.ringscope_join()
+
+
+def broadcast_global_variables(root_rank):
+    """Horovod's TF1 call; Keras 3 has no global variables to find."""
+    from ringscope.tensorflow.keras import broadcast_global_variables as keras_version
+
+    keras_version(root_rank)
+
+
+def _is_rng_state(var):
+    """A Keras 3 SeedGenerator's state (Dropout, random augmentation), which
+    Layer.variables includes and Keras 2's did not."""
+    return getattr(var, "name", "") == "seed_generator_state"
+
+
+def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=False,
+                        name=None):
+    """Assigns every variable the value it has on ``root_rank``; the
+    broadcasts are submitted together (eagerly too). A SeedGenerator's state
+    stays each rank's own unless ``include_rng_state``: copied from root,
+    every rank would draw the same dropout masks. ``inplace`` is Horovod's
+    TF1 argument; variables are always assigned in place here."""
+    del inplace
+    variables = [v for v in variables if include_rng_state or not _is_rng_state(v)]
+    # Matched by position, as Horovod's are: a variable's path differs
+    # between a model built here and the same model loaded on root
+    # ("sequential/dense/kernel" and "dense/kernel", its optimizer slots
+    # "sequential_dense_kernel_momentum" and "dense_kernel_momentum").
+    base = str(name) if name else "broadcast_variables" + _thread_suffix()
+    names = tuple(f"{base}/{i}" for i in range(len(variables)))
+    root = int(root_rank)
+
+    def build(values):
+        return [broadcast(v, root, name=n) for v, n in zip(values, names)]
+
+    values = _submit_together(_together_fns, ("broadcast_variables", root, names), build,
+                              [tf.convert_to_tensor(var) for var in variables])
+    for var, value in zip(variables, values):
+        var.assign(value)
