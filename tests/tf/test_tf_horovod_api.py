@@ -448,14 +448,16 @@ def horovod_arguments_and_names_a_porting_script_uses():
     assert rows.numpy().tolist() == [[N, N]], rows
     assert hvd.allgather_object(R, None, name="port/ago") == list(range(N))
     hvd.SyncBatchNormalization(fused=False)
-    for name, what in (("global_process_set", "process sets"), ("elastic", "elastic"),
-                       ("BroadcastGlobalVariablesHook", "TF1 session hooks")):
-        assert not hasattr(hvd, name)
-        try:
-            getattr(hvd, name)
-            raise AssertionError(f"hvd.{name} exists")
-        except AttributeError as e:
-            assert what in str(e) and "does not provide" in str(e), e
+    for module in (hvd, khvd):
+        for name, what in (("global_process_set", "process sets"), ("elastic", "elastic"),
+                           ("BroadcastGlobalVariablesHook", "TF1 session hooks")):
+            assert not hasattr(module, name)
+            try:
+                getattr(module, name)
+                raise AssertionError(f"{module.__name__}.{name} exists")
+            except AttributeError as e:
+                assert what in str(e) and "does not provide" in str(e), e
+                assert module.__name__ in str(e), e
 
 
 hvd.barrier()

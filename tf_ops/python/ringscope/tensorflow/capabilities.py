@@ -68,8 +68,17 @@ _NOT_PROVIDED = {
 }
 
 
-def __getattr__(name):
-    if name in _NOT_PROVIDED:
-        raise AttributeError(f"ringscope.tensorflow has no {name}: ringscope does not provide "
-                             f"{_NOT_PROVIDED[name]}; see docs/tensorflow.md, 'Not provided'")
-    raise AttributeError(f"module 'ringscope.tensorflow' has no attribute {name!r}")
+def not_provided(module):
+    """A module __getattr__ for ``module`` that names what ringscope does
+    not provide (and says so) instead of a bare "has no attribute"."""
+
+    def __getattr__(name):
+        if name in _NOT_PROVIDED:
+            raise AttributeError(f"{module} has no {name}: ringscope does not provide "
+                                 f"{_NOT_PROVIDED[name]}; see docs/tensorflow.md, 'Not provided'")
+        raise AttributeError(f"module '{module}' has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = not_provided("ringscope.tensorflow")

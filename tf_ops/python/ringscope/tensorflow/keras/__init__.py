@@ -49,6 +49,7 @@ from ringscope.tensorflow import (  # noqa: F401
     stop_timeline,
     stop_trace,
 )
+from ringscope.tensorflow.capabilities import not_provided
 from ringscope.tensorflow.keras import callbacks  # noqa: F401
 from ringscope.tensorflow.keras.callbacks import (  # noqa: F401
     BroadcastGlobalVariablesCallback,
@@ -104,3 +105,6 @@ def broadcast_global_variables(root_rank):
         "ringscope: broadcast_global_variables() needs TensorFlow 1 global variables; use "
         "hvd.callbacks.BroadcastGlobalVariablesCallback(root_rank) in model.fit, or "
         "ringscope.tensorflow.broadcast_variables(model.variables, root_rank)")
+
+
+__getattr__ = not_provided("ringscope.tensorflow.keras")
