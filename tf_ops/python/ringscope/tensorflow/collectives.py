@@ -91,7 +91,7 @@ def _with_cast_gradients(fn, tensors):
     @tf.custom_gradient
     def call(*ts):
         with tf.GradientTape(persistent=True) as tape:  # the outer tape may be persistent
-            tape.watch(ts)
+            tape.watch([t for t in ts if t.dtype.is_floating or t.dtype.is_complex])
             outs = fn(list(ts))
 
         def grad(*upstream):
