@@ -9,7 +9,7 @@
 
 #include <Eigen/Dense>
 
-#include "allreduce_choice.h"  // the runtime's algorithm choice (runtime/src)
+#include "ringscope/planning/allreduce_choice.h"  // the runtime's algorithm choice (runtime/src)
 
 namespace ringscope::autotune {
 namespace {

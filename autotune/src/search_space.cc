@@ -2,6 +2,8 @@
 // candidate grid the tuner searches for the maximum expected improvement.
 #include "ringscope/autotune/search_space.h"
 
+#include "ringscope/types.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,21 +29,14 @@ bool TuneSettings::operator==(const TuneSettings& other) const {
 }
 
 std::string TuneSettings::to_string() const {
-  char fusion[48];
-  const double bytes = static_cast<double>(fusion_threshold_bytes);
-  if (fusion_threshold_bytes == 0)
-    std::snprintf(fusion, sizeof fusion, "off");
-  else if (bytes >= (1 << 20))
-    std::snprintf(fusion, sizeof fusion, "%.4g MiB", bytes / (1 << 20));
-  else
-    std::snprintf(fusion, sizeof fusion, "%.4g KiB", bytes / 1024);
-  char text[128];
-  std::snprintf(text, sizeof text, "fusion %s, cycle %.3g ms, cache %s", fusion, cycle_time_ms,
-                cache_enabled ? "on" : "off");
-  return text;
+  return describe_settings(Settings{fusion_threshold_bytes, cycle_time_ms, cache_enabled});
 }
 
-TuneSettings default_settings() { return TuneSettings{}; }
+TuneSettings default_settings() {
+  const Settings defaults;  // the runtime's (types.h): one place for them
+  return TuneSettings{defaults.fusion_threshold_bytes, defaults.cycle_time_ms,
+                      defaults.cache_enabled};
+}
 
 Eigen::Vector3d encode_settings(const TuneSettings& settings) {
   Eigen::Vector3d x;

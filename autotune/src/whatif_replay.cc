@@ -26,10 +26,10 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "coordinator.h"
-#include "cycle_timing.h"
-#include "fusion_planner.h"
-#include "response_cache.h"
+#include "ringscope/planning/coordinator.h"
+#include "ringscope/planning/cycle_timing.h"
+#include "ringscope/planning/fusion_planner.h"
+#include "ringscope/planning/response_cache.h"
 
 namespace ringscope::autotune {
 namespace {
@@ -225,9 +225,9 @@ Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSett
   std::unordered_set<std::string_view> names;
   for (const SimRank& r : ranks)
     for (const RecordedTensor& t : r.rec->tensors) names.insert(t.name);
+  const int64_t run_capacity = run.cache_capacity > 0 ? run.cache_capacity : kDefaultCacheCapacity;
   const size_t capacity =
-      std::min<size_t>(static_cast<size_t>(run.cache_capacity > 0 ? run.cache_capacity : 1024),
-                       std::max<size_t>(names.size(), 1));
+      std::min<size_t>(static_cast<size_t>(run_capacity), std::max<size_t>(names.size(), 1));
   const bool cache_on = settings.cache_enabled;
   ResponseCache cache(cache_on ? capacity : 0);
   Coordinator coordinator(n);

@@ -19,7 +19,7 @@
 #include "ringscope/autotune/tune_report.h"
 #include "ringscope/autotune/whatif_replay.h"
 #include "ringscope/file_output.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 using namespace ringscope;
 using namespace ringscope::autotune;

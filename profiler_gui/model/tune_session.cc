@@ -12,7 +12,7 @@
 #include "ringscope/autotune/gaussian_process.h"
 #include "ringscope/autotune/search_space.h"
 #include "ringscope/autotune/trial_inputs.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 #include "trace_watch.h"
 
 namespace ringscope::view {

@@ -14,7 +14,7 @@
 #include <set>
 #include <tuple>
 
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 #include "shell_words.h"
 
 namespace ringscope {

@@ -1,7 +1,7 @@
 // AgreedHostBuffer: see agreed_host_buffer.h.
 #include "agreed_host_buffer.h"
 
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

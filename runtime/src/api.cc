@@ -16,6 +16,7 @@
 #include "mpi_transport.h"
 #include "ring_chunks.h"
 #include "ringscope/ringscope_mpi.h"
+#include "ringscope/runtime_start.h"
 #include "runtime.h"
 
 namespace ringscope {
@@ -89,8 +90,8 @@ const char* thread_level_name(int level) {
 
 // Creates the process runtime and starts tracing if asked.
 Status start_runtime(ProcessRuntime& p, std::unique_ptr<Transport> transport, const Topology& topo,
-                     const Options& options) {
-  Status s = Runtime::create(std::move(transport), topo, options, &p.runtime);
+                     const Options& options, OnlineTunerFactory tuner) {
+  Status s = Runtime::create(std::move(transport), topo, options, &p.runtime, std::move(tuner));
   if (!s.ok() || options.trace_path.empty()) return s;
   s = p.runtime->start_trace(options.trace_path);
   if (!s.ok()) {
@@ -121,7 +122,8 @@ void set_finalize_hook(ProcessRuntime& p) {
     p.finalize_hook_set = true;
 }
 
-Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
+Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options,
+                   OnlineTunerFactory tuner) {
   int provided = 0;
   MPI_Query_thread(&provided);
   // MULTIPLE, not SERIALIZED: the background thread's calls are not ordered
@@ -137,16 +139,16 @@ Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options) {
   if (!s.ok()) return s;
   const Topology topo = transport->topology();
   set_finalize_hook(p);
-  return start_runtime(p, std::move(transport), topo, options);
+  return start_runtime(p, std::move(transport), topo, options, std::move(tuner));
 }
 
 }  // namespace
 
-Status init() {
+Status start_with_tuner_from_env(OnlineTunerFactory tuner) {
   Options options;
   Status s = Options::from_env(&options);
   if (!s.ok()) return s;
-  s = init(options);
+  s = start_with_tuner(options, std::move(tuner));
   if (s.ok() && options.log_level >= 1 && rank() == 0) {
     if (auto note = horovod_timeline_note(process_env()))
       std::fprintf(stderr, "[ringscope rank 0] %s\n", note->c_str());
@@ -156,7 +158,7 @@ Status init() {
   return s;
 }
 
-Status init(const Options& options) {
+Status start_with_tuner(const Options& options, OnlineTunerFactory tuner) {
   ProcessRuntime& p = process();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime) return Status::OK();
@@ -172,7 +174,7 @@ Status init(const Options& options) {
       return Status(StatusCode::kInternal, "MPI_Init_thread failed");
     p.we_initialized_mpi = true;
   }
-  return init_locked(p, MPI_COMM_WORLD, options);
+  return init_locked(p, MPI_COMM_WORLD, options, std::move(tuner));
 }
 
 Status init_single_rank(const Options& options) {
@@ -180,10 +182,10 @@ Status init_single_rank(const Options& options) {
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime) return Status::OK();
   return start_runtime(p, std::make_unique<LocalTransport>(std::make_shared<LocalFabric>(1), 0),
-                       Topology{}, options);  // one rank: every size 1
+                       Topology{}, options, {});  // one rank: every size 1; no online tuner
 }
 
-Status init(MPI_Comm comm, const Options& options) {
+Status start_with_tuner(MPI_Comm comm, const Options& options, OnlineTunerFactory tuner) {
   ProcessRuntime& p = process();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime) return Status::OK();
@@ -191,7 +193,7 @@ Status init(MPI_Comm comm, const Options& options) {
   MPI_Initialized(&initialized);
   if (!initialized)
     return Status(StatusCode::kInvalidArgument, "init(comm) needs MPI to be initialised first");
-  return init_locked(p, comm, options);
+  return init_locked(p, comm, options, std::move(tuner));
 }
 
 void shutdown() {

@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "ringscope/trace_schema.h"
-#include "settings_file.h"
-#include "text_format.h"
+#include "ringscope/planning/settings_file.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -14,7 +14,7 @@
 #include <deque>
 #include <vector>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 #include "tensor_queue.h"
 
 namespace ringscope {

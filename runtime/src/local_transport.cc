@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "shared_counters.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 namespace {

@@ -3,7 +3,7 @@
 // ring's 2(n-1) steps cost more in message latency than in bandwidth.
 #pragma once
 
-#include "allreduce_choice.h"
+#include "ringscope/planning/allreduce_choice.h"
 #include "collective_context.h"
 
 namespace ringscope {

@@ -10,7 +10,7 @@
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
 #include "shared_memory_allreduce.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "agreed_host_buffer.h"
-#include "allreduce_choice.h"  // use_recursive_doubling, kSmallAllreduceBytes
+#include "ringscope/planning/allreduce_choice.h"  // use_recursive_doubling, kSmallAllreduceBytes
 #include "collective_context.h"
 #include "device_collectives.h"
-#include "fusion_planner.h"
+#include "ringscope/planning/fusion_planner.h"
 #include "host_buffer.h"
 #include "shared_memory_allreduce.h"
 #include "tensor_queue.h"

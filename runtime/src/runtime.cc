@@ -22,12 +22,13 @@
 #include "control_vector.h"
 #include "gpu_plan.h"
 #include "submission_checks.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
-                 const Options& options, std::unique_ptr<SharedMemoryAndReduce> shared_control)
+                 const Options& options, std::unique_ptr<SharedMemoryAndReduce> shared_control,
+                 const OnlineTunerFactory& tuner)
     : transport_(std::move(transport)),
       shared_control_(std::move(shared_control)),
       topo_(topology),
@@ -44,8 +45,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
   settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
   proposed_.cache_enabled = settings_.cache_enabled;
   if (options.autotune.enabled && topology.rank == 0)
-    tuner_ =
-        std::make_unique<ParameterManager>(options.autotune, settings_, options.cache_capacity > 0);
+    tuner_ = tuner(options.autotune, settings_, options.cache_capacity > 0);
   DeviceSetup device;
   device.cross = transport_->cross_node();
   device.topology = topology;
@@ -63,9 +63,16 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
 }
 
 Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& topology,
-                       const Options& options, std::unique_ptr<Runtime>* out) {
+                       const Options& options, std::unique_ptr<Runtime>* out,
+                       OnlineTunerFactory tuner) {
   if (options.cache_capacity < 0)
     return Status(StatusCode::kInvalidArgument, "cache capacity must be >= 0");
+  if (options.autotune.enabled && !tuner)
+    return Status(StatusCode::kInvalidArgument,
+                  "RINGSCOPE_AUTOTUNE (Options::autotune.enabled) needs an online tuner: "
+                  "ringscope's init() provides one (link ringscope_api); Runtime::create and "
+                  "start_with_tuner take it as an argument",
+                  topology.rank);
   // Options built in C++ skip the environment's range checks: the same ones.
   auto out_of_range = [&](const char* field, double value, double lo, double hi) {
     return !(value >= lo && value <= hi)  // NaN too
@@ -156,7 +163,8 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
       return s;
   }
   std::unique_ptr<Runtime> rt(
-      new Runtime(std::move(transport), agreed_topology, options, std::move(shared_control)));
+      new Runtime(std::move(transport), agreed_topology, options, std::move(shared_control),
+                  tuner));
   if (Status started = rt->start_loop(); !started.ok()) return started;
   *out = std::move(rt);
   return Status::OK();

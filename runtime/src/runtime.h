@@ -22,10 +22,10 @@
 #include <unordered_map>
 
 #include "control_vector.h"
-#include "coordinator.h"
+#include "ringscope/planning/coordinator.h"
 #include "join_stand_ins.h"
-#include "parameter_manager.h"
-#include "response_cache.h"
+#include "ringscope/planning/online_tuner.h"
+#include "ringscope/planning/response_cache.h"
 #include "response_executor.h"
 #include "ringscope/trace_writer.h"
 #include "shared_memory_and_reduce.h"
@@ -60,9 +60,11 @@ std::string autotune_output_problem(const Options& options);
 class Runtime {
  public:
   // Checks that every rank runs with the same cache capacity, then starts
-  // the background thread.
+  // the background thread. `tuner` makes rank 0's online tuner when
+  // options.autotune is on (without one, that is refused on every rank).
   static Status create(std::unique_ptr<Transport> transport, const Topology& topology,
-                       const Options& options, std::unique_ptr<Runtime>* out);
+                       const Options& options, std::unique_ptr<Runtime>* out,
+                       OnlineTunerFactory tuner = {});
   ~Runtime();
 
   Status submit(TensorEntry entry);
@@ -137,7 +139,7 @@ class Runtime {
 
  private:
   Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options,
-          std::unique_ptr<SharedMemoryAndReduce> shared_control);
+          std::unique_ptr<SharedMemoryAndReduce> shared_control, const OnlineTunerFactory& tuner);
   // The cycle's control allreduce: through shared memory where every rank
   // is on this node, else through the transport.
   Status agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
@@ -198,7 +200,7 @@ class Runtime {
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
   void apply_settings(const Settings& agreed, bool at_cycle_end);
-  // Online autotuning on rank 0: feed the ParameterManager, propose its
+  // Online autotuning on rank 0: feed the online tuner, propose its
   // settings, record its trials; at shutdown write the settings file.
   void autotune_after_cycle(int64_t allreduced_bytes);
   void write_autotune_output();
@@ -236,7 +238,7 @@ class Runtime {
   Settings proposed_;  // rank 0: what the next cycle broadcasts
   // Rank 0 with RINGSCOPE_AUTOTUNE: owned by the background thread (and by
   // shutdown() once that thread has ended).
-  std::unique_ptr<ParameterManager> tuner_;
+  std::unique_ptr<OnlineTuner> tuner_;
   bool autotune_written_early_ = false;  // the loop tried the file when tuning ended
 
   // Background-thread state.

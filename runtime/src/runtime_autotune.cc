@@ -1,4 +1,4 @@
-// Runtime's online-autotuning glue (rank 0 only): feeds the ParameterManager
+// Runtime's online-autotuning glue (rank 0 only): feeds the online tuner
 // after each cycle, proposes its settings through proposed_ (so they travel in
 // the next control vector and every rank switches at one cycle), turns its
 // records into kAutotuneTrial spans, and writes the settings file when tuning
@@ -13,7 +13,7 @@
 #include <filesystem>
 
 #include "runtime.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 namespace ringscope {
 

@@ -5,7 +5,7 @@
 // once when a peer's doorbell rings (see docs/design.md).
 #include <algorithm>
 
-#include "cycle_timing.h"  // idle_period, kBurstQuiet, doorbell_poll, kDoorbellDelay
+#include "ringscope/planning/cycle_timing.h"  // idle_period, kBurstQuiet, doorbell_poll, kDoorbellDelay
 #include "runtime.h"
 
 namespace ringscope {

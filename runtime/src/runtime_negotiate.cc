@@ -4,7 +4,7 @@
 // every rank with the responses now ready, in the order that fixes every
 // rank's execution order, plus any stall warning and the end of a join.
 #include "runtime.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -7,7 +7,7 @@
 // an error naming it (docs/design.md, "Memory").
 #include "agreed_host_buffer.h"  // agree_on_allocation, out_of_memory
 #include "runtime.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 namespace {

@@ -14,7 +14,7 @@
 #include "clock_sync.h"
 #include "ringscope/trace_schema.h"
 #include "runtime.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "text_format.h"
+#include "ringscope/text_format.h"
 #include "transport.h"
 
 namespace ringscope {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 #include "ringscope/ringscope.h"
 
 namespace ringscope {

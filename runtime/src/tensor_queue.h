@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 #include "transport.h"
 
 namespace ringscope {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "doubling_peers.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

@@ -12,7 +12,7 @@
 #include "ringscope/autotune/trial_inputs.h"
 #include "ringscope/autotune/tune_report.h"
 #include "ringscope/trace_tools.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 using namespace ringscope;
 using namespace ringscope::autotune;

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "autotune_test_util.h"
-#include "cycle_timing.h"
+#include "ringscope/planning/cycle_timing.h"
 #include "ringscope/autotune/whatif_replay.h"
 #include "whatif_trace_builder.h"
 

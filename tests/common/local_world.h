@@ -39,10 +39,12 @@ inline Options fast_options() {
 
 // Creates one Runtime per rank (concurrently: creation is collective), calls
 // fn(rank, runtime) on every rank's thread, then shuts them all down.
+// `tuner`: rank 0's online tuner where options.autotune is on.
 inline void run_runtimes(int n, const Options& options,
                          const std::function<void(int, Runtime&)>& fn,
                          std::shared_ptr<LocalFabric> fabric = nullptr,
-                         std::vector<Recorder*> recorders = {}) {
+                         std::vector<Recorder*> recorders = {},
+                         const OnlineTunerFactory& tuner = {}) {
   if (!fabric) fabric = std::make_shared<LocalFabric>(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
@@ -53,7 +55,8 @@ inline void run_runtimes(int n, const Options& options,
       topo.local_rank = r;
       topo.local_size = n;
       std::unique_ptr<Runtime> rt;
-      Status s = Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, options, &rt);
+      Status s =
+          Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, options, &rt, tuner);
       if (!s.ok()) throw std::runtime_error(s.to_string());
       if (r < static_cast<int>(recorders.size())) rt->set_recorder(recorders[r]);
       fn(r, *rt);

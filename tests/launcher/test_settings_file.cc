@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher_test_util.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 using ringscope::SettingsFile;
 using ringscope::Status;

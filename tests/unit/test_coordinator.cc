@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "coordinator.h"
+#include "ringscope/planning/coordinator.h"
 
 using namespace ringscope;
 

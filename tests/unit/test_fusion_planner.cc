@@ -1,7 +1,7 @@
 // Fusion planning: greedy packing by threshold and compatibility.
 #include <catch2/catch.hpp>
 
-#include "fusion_planner.h"
+#include "ringscope/planning/fusion_planner.h"
 
 using namespace ringscope;
 

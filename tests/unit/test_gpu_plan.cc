@@ -9,12 +9,12 @@
 #include "api_internal.h"
 #include "capture_recorder.h"
 #include "config.h"
-#include "coordinator.h"
+#include "ringscope/planning/coordinator.h"
 #include "device_collectives.h"
-#include "fusion_planner.h"
+#include "ringscope/planning/fusion_planner.h"
 #include "gpu_plan.h"
 #include "local_world.h"
-#include "response_cache.h"
+#include "ringscope/planning/response_cache.h"
 #include "response_executor.h"
 
 using namespace ringscope;

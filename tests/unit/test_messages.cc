@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 #include "submission_checks.h"
 #include "tensor_queue.h"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parameter_manager.h"
+#include "ringscope/autotune/parameter_manager.h"
 
 using namespace ringscope;
 

@@ -1,7 +1,7 @@
 // Response cache: hits, conflicts, LRU eviction with stable slots.
 #include <catch2/catch.hpp>
 
-#include "response_cache.h"
+#include "ringscope/planning/response_cache.h"
 
 using namespace ringscope;
 

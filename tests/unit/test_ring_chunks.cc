@@ -4,7 +4,7 @@
 
 #include <climits>
 
-#include "allreduce_choice.h"
+#include "ringscope/planning/allreduce_choice.h"
 #include "ring_chunks.h"
 
 using namespace ringscope;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "local_world.h"
+#include "ringscope/autotune/parameter_manager.h"
 
 using namespace ringscope;
 using namespace ringscope::testing;
@@ -39,7 +40,7 @@ std::vector<Status> create_two(
       topo.size = 2;
       if (place) place(r, topo);
       std::unique_ptr<Runtime> rt;
-      results[r] = Runtime::create(make(fabric, r), topo, o, &rt);
+      results[r] = Runtime::create(make(fabric, r), topo, o, &rt, parameter_manager_factory());
       if (results[r].ok() && body) results[r] = body(r, *rt);
     });
   for (auto& t : ts) t.join();
@@ -67,6 +68,22 @@ TEST_CASE("Options out of range refuse to start, naming the field", "[runtime][e
       CHECK(s.code() == StatusCode::kInvalidArgument);
       CHECK(s.message().find(field) != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("online autotuning without an online tuner fails on every rank", "[runtime][errors]") {
+  auto fabric = std::make_shared<LocalFabric>(2);
+  for (int r = 0; r < 2; ++r) {
+    Options o = fast_options();
+    o.autotune.enabled = true;
+    Topology topo;
+    topo.rank = r;
+    topo.size = 2;
+    std::unique_ptr<Runtime> rt;
+    // Refused before any message: no rank waits for the other.
+    Status s = Runtime::create(std::make_unique<LocalTransport>(fabric, r), topo, o, &rt);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("needs an online tuner") != std::string::npos);
   }
 }
 

@@ -17,8 +17,8 @@
 
 #include "capture_recorder.h"
 #include "local_world.h"
-#include "parameter_manager.h"
-#include "settings_file.h"
+#include "ringscope/autotune/parameter_manager.h"
+#include "ringscope/planning/settings_file.h"
 
 using namespace ringscope;
 using namespace ringscope::testing;
@@ -91,7 +91,7 @@ TEST_CASE("online autotuning keeps allreduce exact and switches every rank at on
           checks.expect(std::filesystem::exists(options.autotune.output_path),
                         "settings file written when tuning ended");
       },
-      nullptr, recorder_ptrs);
+      nullptr, recorder_ptrs, parameter_manager_factory());
   INFO(checks.summary());
   REQUIRE(checks.ok());
 

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <thread>
 
-#include "cycle_timing.h"
+#include "ringscope/planning/cycle_timing.h"
 #include "local_world.h"
 #include "tensor_values.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "capture_recorder.h"
-#include "cycle_timing.h"
+#include "ringscope/planning/cycle_timing.h"
 #include "local_world.h"
 #include "tensor_values.h"
 

@@ -20,7 +20,7 @@
 #include "online_trials.h"
 #include "ringscope/trace_schema.h"
 #include "ringscope/trace_writer.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 #include "subprocess.h"
 #include "tune_session.h"
 #include "tune_test_util.h"

@@ -13,35 +13,9 @@
 #include <vector>
 
 #include "ringscope/status.h"
+#include "ringscope/types.h"
 
 namespace ringscope {
-
-// Element types. 16-bit floats are accumulated in float32.
-enum class DataType : uint8_t {
-  kUInt8 = 0,
-  kInt32 = 1,
-  kInt64 = 2,
-  kFloat16 = 3,
-  kBFloat16 = 4,
-  kFloat32 = 5,
-  kFloat64 = 6,
-};
-
-enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
-
-// Which algorithm the CPU allreduce uses. kAuto: ringscope picks by size
-// and world (shared memory on one node, recursive doubling for small
-// buffers, halving-doubling at 4, 8, ... ranks, the pipelined ring
-// otherwise); kRing: always the pipelined ring; kMpi: MPI_Allreduce.
-enum class CpuAllreduce : uint8_t { kAuto = 0, kMpi = 1, kRing = 2 };
-
-size_t dtype_size(DataType dtype);
-const char* dtype_name(DataType dtype);
-const char* reduce_op_name(ReduceOp op);
-// "auto", "mpi" or "ring": RINGSCOPE_CPU_ALLREDUCE's values.
-const char* cpu_allreduce_name(CpuAllreduce algorithm);
-
-using Shape = std::vector<int64_t>;
 
 // Where a tensor's memory lives. Device tensors go through NCCL (docs/gpu.md)
 // and need a build with CUDA + NCCL and a visible GPU; otherwise submitting
@@ -73,7 +47,6 @@ struct GpuInfo {
   std::string versions;          // CUDA runtime / driver / NCCL versions when built
 };
 GpuInfo gpu_info();
-int64_t num_elements(const Shape& shape);
 
 // Called exactly once per submitted op, on the runtime's background thread,
 // with OK or the error that failed the op on this rank.
@@ -88,31 +61,11 @@ using AllgatherAllocator = std::function<void*(const Shape& output_shape)>;
 using AlltoallAllocator =
     std::function<void*(const Shape& output_shape, const std::vector<int64_t>& received_splits)>;
 
-// Settings that may change during a run. A change proposed on rank 0 takes
-// effect on every rank at the same cycle boundary.
-struct Settings {
-  int64_t fusion_threshold_bytes = 128ll << 20;  // 0 = fusion off
-  double cycle_time_ms = 1.0;                    // min period between cycles
-  bool cache_enabled = true;                     // response cache fast path
-};
-
-// Online autotuning (docs/autotune.md, "Online mode"): rank 0 measures
-// allreduced bytes/s over sampling windows and tries settings chosen by a
-// Gaussian process, switching every rank at one cycle, then keeps the best.
-struct AutotuneOptions {
-  bool enabled = false;       // RINGSCOPE_AUTOTUNE=1
-  double window_ms = 100.0;   // min sampling window (also >= 5 cycles with work)
-  int warmup_windows = 2;     // discarded at start
-  int windows_per_trial = 3;  // measured per trial (median and spread)
-  int max_trials = 16;        // the defaults' trial included
-  std::string output_path;    // settings file written by rank 0 at shutdown
-};
-
 // Everything configurable at init. from_env() reads the RINGSCOPE_* (and, when
 // ours are unset, HOROVOD_*) variables; see docs/configuration.md.
 struct Options {
   Settings settings;
-  int64_t cache_capacity = 1024;        // 0 = cache off for the whole run
+  int64_t cache_capacity = kDefaultCacheCapacity;  // 0 = cache off for the whole run
   double stall_check_seconds = 60.0;    // 0 = no stall warnings
   double stall_shutdown_seconds = 0.0;  // 0 = never abort on a stall
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fusion_planner.h"
+#include "ringscope/planning/fusion_planner.h"
 #include "ringscope/recorder.h"
 #include "tensor_queue.h"
 #include "transport.h"

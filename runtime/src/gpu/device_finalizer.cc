@@ -7,7 +7,7 @@
 #include "collective_context.h"
 #include "cuda_status.h"
 #include "gpu_plan.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope::gpu {
 

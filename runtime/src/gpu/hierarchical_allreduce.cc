@@ -5,7 +5,7 @@
 #include "cuda_status.h"
 #include "nccl_types.h"
 #include "ring_allreduce.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 #include <chrono>
 #include <thread>

@@ -19,7 +19,7 @@
 #include "hierarchical_allreduce.h"
 #include "nccl_communicator.h"
 #include "nccl_types.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 

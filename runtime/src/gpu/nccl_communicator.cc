@@ -10,7 +10,7 @@
 
 #include "cuda_status.h"
 #include "gpu_plan.h"
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope::gpu {
 namespace {

@@ -21,7 +21,7 @@ struct TuneSettings {
   std::string to_string() const;  // "fusion 128 MiB, cycle 1 ms, cache on"
 };
 
-// The runtime's defaults (runtime/include/ringscope/ringscope.h Settings).
+// The runtime's defaults (ringscope/types.h Settings).
 TuneSettings default_settings();
 
 // Ranges searched. Fusion: {0} and [64 KiB, 512 MiB], log2 scale; cycle

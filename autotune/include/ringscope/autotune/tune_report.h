@@ -9,7 +9,7 @@
 
 #include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/trace_score.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 namespace ringscope::autotune {
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 
 namespace ringscope {
 

@@ -1,5 +1,5 @@
 // LRU response cache with stable slot numbers (see response_cache.h).
-#include "response_cache.h"
+#include "ringscope/planning/response_cache.h"
 
 #include <algorithm>
 #include <numeric>

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ringscope/status.h"
+#include "ringscope/types.h"
 
 namespace ringscope {
 
@@ -29,7 +30,6 @@ std::optional<int> horovod_log_level(const std::string& name);
 // as a ringscope trace base: a ".json" ending becomes ".sqlite" (the trace
 // is SQLite, not Horovod's JSON); any other path stays as it is.
 std::string trace_base_for_horovod_timeline(const std::string& timeline);
-inline constexpr int64_t kDefaultCacheCapacity = 1024;  // runtime default
 
 struct SettingsFile {
   int64_t fusion_threshold_bytes = 0;     // 0 = fusion off

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 
 namespace ringscope {
 

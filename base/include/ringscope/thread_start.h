@@ -1,9 +1,7 @@
 // Starting a thread where threads can run out (a limit on processes or
 // threads: `ulimit -u`, a container's pids limit): the failure is a reason
 // to report, not an exception. Used by the trace writer, the runtime's
-// background thread and its data threads. It lives in the lowest layer
-// (trace_db), like status.h, so every component shares it. Header only,
-// plain C++17.
+// background thread and its data threads. Header only, plain C++17.
 #pragma once
 
 #include <cstdio>

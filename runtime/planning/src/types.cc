@@ -1,5 +1,7 @@
-// Names and sizes of the public enums.
-#include "ringscope/ringscope.h"
+// Names and sizes of the value types (types.h).
+#include "ringscope/types.h"
+
+#include <cstdio>
 
 namespace ringscope {
 
@@ -78,6 +80,21 @@ int64_t num_elements(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::string describe_settings(const Settings& s) {
+  char fusion[48];
+  const double bytes = static_cast<double>(s.fusion_threshold_bytes);
+  if (s.fusion_threshold_bytes == 0)
+    std::snprintf(fusion, sizeof fusion, "off");
+  else if (bytes >= (1 << 20))
+    std::snprintf(fusion, sizeof fusion, "%.4g MiB", bytes / (1 << 20));
+  else
+    std::snprintf(fusion, sizeof fusion, "%.4g KiB", bytes / 1024);
+  char text[128];
+  std::snprintf(text, sizeof text, "fusion %s, cycle %.3g ms, cache %s", fusion, s.cycle_time_ms,
+                s.cache_enabled ? "on" : "off");
+  return text;
 }
 
 }  // namespace ringscope

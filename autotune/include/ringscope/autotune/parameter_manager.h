@@ -1,7 +1,8 @@
-// ParameterManager: the online autotuner's brain on rank 0. Fed after every
-// cycle with (bytes allreduced, time), it measures allreduced bytes/s over
-// sampling windows, runs trials chosen by the autotune library's GP + EI, and
-// settles on the best setting. No MPI, no clock of its own (tests fake time).
+// ParameterManager: the online autotuner's brain on rank 0, the autotune
+// library's OnlineTuner. Fed after every cycle with (bytes allreduced,
+// time), it measures allreduced bytes/s over sampling windows, runs trials
+// chosen by the GP + EI (bayes_tuner.h), and settles on the best setting.
+// No MPI, no clock of its own (tests fake time).
 #pragma once
 
 #include <cstdint>
@@ -9,39 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "ringscope/ringscope.h"
-
-namespace ringscope::autotune {
-struct TuneSettings;  // ringscope/autotune/search_space.h (linked privately)
-}
+#include "ringscope/autotune/search_space.h"
+#include "ringscope/planning/online_tuner.h"
 
 namespace ringscope {
 
-// What the manager reports for the trace (the runtime turns each into one
-// kAutotuneTrial span; docs/autotune.md "Online mode" lists the fields).
-struct AutotuneRecord {
-  enum class Kind { kWindow, kTrial, kDecision };
-  Kind kind = Kind::kWindow;
-  int trial = 0;         // trial id (kDecision: the chosen trial)
-  int window = -1;       // kWindow: index of the measured window in its trial
-  int64_t start_ns = 0;  // on the caller's clock
-  int64_t end_ns = 0;
-  int64_t bytes = 0;            // bytes allreduced inside the span
-  double bytes_per_second = 0;  // kWindow: the window; kTrial/kDecision: the median
-  std::string text;             // kTrial/kDecision: settings, spread, why (human-readable)
-};
-
-// One finished trial: the settings and its measured windows.
-struct AutotuneTrial {
-  int id = 0;
-  Settings settings;
-  std::vector<double> window_scores;  // bytes/s of each measured window
-  double median = 0;                  // bytes/s
-  double mad = 0;  // median absolute deviation of the windows x 1.4826 (a sigma, as offline)
-  double log_variance = 0;  // noise of ln(median) given to the GP
-};
-
-class ParameterManager {
+class ParameterManager final : public OnlineTuner {
  public:
   // `initial`: the settings in force at start (trial 0). `cache_available`:
   // false when the run has no response cache (capacity 0): cache-on
@@ -52,17 +26,17 @@ class ParameterManager {
   // (ns, any monotonic clock). Returns settings to propose when a new trial
   // (or the final choice) starts; appends what happened to `records`.
   std::optional<Settings> on_cycle(int64_t bytes, int64_t now_ns,
-                                   std::vector<AutotuneRecord>* records);
+                                   std::vector<AutotuneRecord>* records) override;
 
-  bool done() const { return phase_ == Phase::kDone; }
-  const std::vector<AutotuneTrial>& trials() const { return trials_; }
+  bool done() const override { return phase_ == Phase::kDone; }
+  const std::vector<AutotuneTrial>& trials() const override { return trials_; }
   // The chosen trial once done(), before that the best so far (highest
   // median); -1 while no trial has finished.
-  int best_trial() const;
+  int best_trial() const override;
   // Why the search stopped ("converged: ..." or "trial limit ...").
   const std::string& stop_reason() const { return stop_reason_; }
   // The provenance object of the settings file written at shutdown (JSON).
-  std::string provenance_json() const;
+  std::string provenance_json() const override;
 
  private:
   enum class Phase { kWarmup, kSettle, kMeasure, kDone };
@@ -95,9 +69,11 @@ class ParameterManager {
   std::string stop_reason_;
 };
 
+// Makes a ParameterManager: what the public API hands the runtime.
+OnlineTunerFactory parameter_manager_factory();
+
 // Conversions between the runtime's and the autotune library's settings.
 autotune::TuneSettings to_tune_settings(const Settings& settings);
 Settings from_tune_settings(const autotune::TuneSettings& settings);
-std::string describe_settings(const Settings& settings);
 
 }  // namespace ringscope

@@ -1,6 +1,6 @@
 // Parser and writer for the version-1 ringscope settings file (JSON via
 // nlohmann-json). Every error names the file, the key and what is accepted.
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // Greedy fusion planning (see fusion_planner.h).
-#include "fusion_planner.h"
+#include "ringscope/planning/fusion_planner.h"
 
 namespace ringscope {
 namespace {

@@ -1,16 +1,17 @@
 // ParameterManager: sampling windows, trials, the GP + EI choice of the next
 // trial (ringscope_autotune's suggest_next) and the final decision, plus the
 // provenance of the settings file written at shutdown.
-#include "parameter_manager.h"
+#include "ringscope/autotune/parameter_manager.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "ringscope/autotune/bayes_tuner.h"
-#include "settings_file.h"
+#include "ringscope/planning/settings_file.h"
 
 namespace ringscope {
 namespace {
@@ -60,7 +61,12 @@ Settings from_tune_settings(const autotune::TuneSettings& s) {
   return out;
 }
 
-std::string describe_settings(const Settings& s) { return to_tune_settings(s).to_string(); }
+OnlineTunerFactory parameter_manager_factory() {
+  return [](const AutotuneOptions& options, const Settings& initial, bool cache_available) {
+    return std::unique_ptr<OnlineTuner>(
+        std::make_unique<ParameterManager>(options, initial, cache_available));
+  };
+}
 
 ParameterManager::ParameterManager(const AutotuneOptions& options, const Settings& initial,
                                    bool cache_available)

@@ -1,11 +1,11 @@
 // Coordinator: readiness counting, cross-rank validation, stall reports.
-#include "coordinator.h"
+#include "ringscope/planning/coordinator.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
 
-#include "text_format.h"
+#include "ringscope/text_format.h"
 
 namespace ringscope {
 namespace {

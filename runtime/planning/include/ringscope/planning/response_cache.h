@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 
 namespace ringscope {
 

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ringscope/ringscope.h"
+#include "ringscope/status.h"
+#include "ringscope/types.h"
 
 namespace ringscope {
 

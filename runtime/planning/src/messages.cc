@@ -1,6 +1,6 @@
 // Byte encoding of negotiation messages: little-endian fixed-width fields,
 // length-prefixed strings and arrays, a magic byte per list kind.
-#include "messages.h"
+#include "ringscope/planning/messages.h"
 
 #include <cstring>
 
