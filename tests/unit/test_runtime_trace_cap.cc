@@ -138,7 +138,10 @@ TEST_CASE("a trace at its size cap stops on every rank after one agreed cycle, t
     INFO("n = " << n << ", rank " << r << ": stopped_by '" << f.stopped_by << "'");
     REQUIRE(f.opened);
     CHECK(f.finalized);
-    CHECK(f.dropped == 0);
+    // No check of f.dropped: the steps run back to back, and where another
+    // test takes the second core the writer thread falls behind and drops
+    // (counted in the file; the writer's accounting has its own tests).
+    // What matters here is where the trace stopped.
     CHECK(f.stopped_by.find("size cap") != std::string::npos);
     CHECK(f.stopped_by.find("0.5 MiB (RINGSCOPE_TRACE_MAX_MB)") != std::string::npos);
     // They stopped after the same cycle: its number is in stopped_by.
