@@ -1,7 +1,9 @@
-// What-if driver: load and calibrate once, replay the recorded settings (the
-// anchor) and every asked setting (a setting that fails keeps its row and
-// reason), and present the predictions as a table, JSON, or lower-confidence
-// observations for the tuner.
+// What-if predictions (whatif.h): load and calibrate once, replay the
+// recorded settings (the anchor) and every asked setting (a setting that
+// fails keeps its row and reason), and present the predictions as a table,
+// JSON, or lower-confidence observations for the tuner.
+#include "ringscope/autotune/whatif.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "ringscope/autotune/tune_report.h"
-#include "ringscope/autotune/whatif_replay.h"
 
 namespace ringscope::autotune {
 namespace {

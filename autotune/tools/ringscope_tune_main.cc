@@ -17,7 +17,7 @@
 #include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/trial_inputs.h"
 #include "ringscope/autotune/tune_report.h"
-#include "ringscope/autotune/whatif_replay.h"
+#include "ringscope/autotune/whatif.h"
 #include "ringscope/file_output.h"
 #include "ringscope/planning/settings_file.h"
 

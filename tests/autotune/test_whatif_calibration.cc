@@ -14,7 +14,7 @@
 
 #include "autotune_test_util.h"
 #include "ringscope/autotune/bayes_tuner.h"
-#include "ringscope/autotune/whatif_replay.h"
+#include "ringscope/autotune/whatif.h"
 #include "ringscope/trace_schema.h"
 #include "ringscope/trace_writer.h"
 #include "whatif_trace_builder.h"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autotune_test_util.h"
-#include "ringscope/autotune/whatif_replay.h"
+#include "ringscope/autotune/whatif.h"
 
 using namespace ringscope;
 using namespace ringscope::autotune;

@@ -6,11 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
-#include "ringscope/autotune/bayes_tuner.h"
 #include "ringscope/autotune/cost_model.h"
 #include "ringscope/autotune/recorded_run.h"
 #include "ringscope/autotune/search_space.h"
@@ -55,53 +53,5 @@ struct ReplayResult {
 // events give too few windows to score; the cycle limit was reached.
 Status replay_run(const RecordedRun& run, const CostModel& model, const TuneSettings& settings,
                   const ReplayOptions& options, ReplayResult* out);
-
-// One what-if prediction. `anchored` scales the raw prediction by
-// recorded score / raw prediction at the recorded settings, so the model's
-// bias at the point it was calibrated on cancels. A setting whose replay
-// failed keeps its row with the error in `status` and no numbers.
-struct WhatIfPrediction {
-  TuneSettings settings;
-  Status status;  // not OK: this setting could not be predicted
-  ReplayResult replay;
-  double raw_bytes_per_second = 0;
-  double anchored_bytes_per_second = 0;
-  double vs_recorded = 0;  // anchored / recorded score
-};
-
-struct WhatIfReport {
-  RecordedRun run;
-  CostModel model;
-  ReplayResult at_recorded;                   // replay at the recorded settings
-  double anchor = 1;                          // recorded / raw prediction at the recorded settings
-  std::vector<WhatIfPrediction> predictions;  // in the order asked, best marked by the caller
-  size_t predicted() const;                   // predictions whose status is OK
-};
-
-// The default grid of `ringscope tune --what-if`: fusion {off, 1, 8, 32, 128,
-// 512} MiB x cycle {0.1, 1, 5, 50} ms x cache {on, off} (48 settings).
-std::vector<TuneSettings> what_if_grid();
-
-// Loads `inputs`, calibrates, replays the recorded settings and each of
-// `settings`. Errors name the trace: loading, calibration, or the replay at
-// the recorded settings (the anchor) failed. A failed candidate is not an
-// error: its prediction carries the status (see WhatIfPrediction).
-Status what_if(const std::vector<std::string>& inputs, const std::vector<TuneSettings>& settings,
-               const ReplayOptions& options, WhatIfReport* out);
-// The same for a run already loaded (with the same score options).
-Status what_if_loaded(RecordedRun run, const std::vector<TuneSettings>& settings,
-                      const ReplayOptions& options, WhatIfReport* out);
-
-// The successful predictions as observations for suggest_next (flagged predicted);
-// the variance of each is the model error the caller trusts, in ln units
-// (e.g. 0.15^2 for 15%), plus the recorded run's own noise.
-std::vector<Observation> what_if_observations(const WhatIfReport& report,
-                                              double model_log_variance);
-
-// The table `ringscope tune --what-if` prints (with the cost model when
-// `explain`), and the same as one JSON object; failed settings are listed
-// after the predicted ones as "not predicted: <reason>" (JSON: "error").
-void print_what_if(const WhatIfReport& report, bool explain, std::ostream& out);
-std::string what_if_json(const WhatIfReport& report);
 
 }  // namespace ringscope::autotune
