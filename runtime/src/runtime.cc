@@ -27,7 +27,7 @@
 namespace ringscope {
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
-                 const Options& options, std::unique_ptr<SharedMemoryAndReduce> shared_control,
+                 const Options& options, std::unique_ptr<SharedMemoryBitwiseAnd> shared_control,
                  const OnlineTunerFactory& tuner)
     : transport_(std::move(transport)),
       shared_control_(std::move(shared_control)),
@@ -150,9 +150,9 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
                     topology.rank);
   // Negotiation through shared memory where every rank is on this node
   // (RINGSCOPE_SHARED_MEMORY=0 keeps it on MPI, like the data).
-  std::unique_ptr<SharedMemoryAndReduce> shared_control;
+  std::unique_ptr<SharedMemoryBitwiseAnd> shared_control;
   if (options.shared_memory && topology.size > 1) {
-    s = SharedMemoryAndReduce::create(transport.get(),
+    s = SharedMemoryBitwiseAnd::create(transport.get(),
                                       ControlVector(options.cache_capacity).words().size(),
                                       Deadline::after(options.op_timeout_seconds), &shared_control);
     // No room for even its small window (a full /dev/shm): MPI negotiates.

@@ -28,7 +28,7 @@
 #include "ringscope/planning/response_cache.h"
 #include "response_executor.h"
 #include "ringscope/trace_writer.h"
-#include "shared_memory_and_reduce.h"
+#include "shared_memory_bitwise_and.h"
 #include "tensor_queue.h"
 
 namespace ringscope {
@@ -139,7 +139,7 @@ class Runtime {
 
  private:
   Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options,
-          std::unique_ptr<SharedMemoryAndReduce> shared_control, const OnlineTunerFactory& tuner);
+          std::unique_ptr<SharedMemoryBitwiseAnd> shared_control, const OnlineTunerFactory& tuner);
   // The cycle's control allreduce: through shared memory where every rank
   // is on this node, else through the transport.
   Status agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);
@@ -214,7 +214,7 @@ class Runtime {
   void log(int level, const std::string& message) const;
 
   std::unique_ptr<Transport> transport_;
-  std::unique_ptr<SharedMemoryAndReduce> shared_control_;  // null: several nodes, or off
+  std::unique_ptr<SharedMemoryBitwiseAnd> shared_control_;  // null: several nodes, or off
   const Topology topo_;
   const Options options_;
   std::atomic<Recorder*> recorder_{nullptr};

@@ -2,7 +2,7 @@
 // number that only grows (a barrier epoch, a negotiation cycle) in its own
 // cache line, and a rank waits until every peer's number has reached its
 // own. The building block of the shared-memory barrier (MpiSharedRegions)
-// and of the shared-memory negotiation (SharedMemoryAndReduce); header only.
+// and of the shared-memory negotiation (SharedMemoryBitwiseAnd); header only.
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The negotiation's shared-memory AND-allreduce (SharedMemoryAndReduce) with
+// The negotiation's shared-memory AND-allreduce (SharedMemoryBitwiseAnd) with
 // ranks as threads: against a locally computed AND over many cycles (the
 // two alternating buffers must never mix cycles), at world sizes 1-5, and a
 // peer that never arrives is a timeout naming it.
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "local_world.h"
-#include "shared_memory_and_reduce.h"
+#include "shared_memory_bitwise_and.h"
 
 using namespace ringscope;
 using namespace ringscope::testing;
@@ -29,8 +29,8 @@ TEST_CASE("shared-memory AND-allreduce matches the AND of every rank's words",
   for (int n : {1, 2, 3, 4, 5}) {
     std::vector<int> wrong(n, 0), failed(n, 0);
     run_ranks(n, [&](int r, Transport& tr) {
-      std::unique_ptr<SharedMemoryAndReduce> agree;
-      if (!SharedMemoryAndReduce::create(&tr, count, Deadline::after(10), &agree).ok()) {
+      std::unique_ptr<SharedMemoryBitwiseAnd> agree;
+      if (!SharedMemoryBitwiseAnd::create(&tr, count, Deadline::after(10), &agree).ok()) {
         failed[r] = 1;
         return;
       }
@@ -63,8 +63,8 @@ TEST_CASE("shared-memory AND-allreduce matches the AND of every rank's words",
 TEST_CASE("shared-memory AND-allreduce rejects a vector of the wrong length",
           "[shared][negotiation]") {
   run_ranks(1, [&](int, Transport& tr) {
-    std::unique_ptr<SharedMemoryAndReduce> agree;
-    REQUIRE(SharedMemoryAndReduce::create(&tr, 4, Deadline::after(5), &agree).ok());
+    std::unique_ptr<SharedMemoryBitwiseAnd> agree;
+    REQUIRE(SharedMemoryBitwiseAnd::create(&tr, 4, Deadline::after(5), &agree).ok());
     std::vector<uint64_t> words(5, 1);
     const Status s = agree->allreduce_and(&words, Deadline::after(1), WaitMode::kControl);
     CHECK(s.code() == StatusCode::kInternal);
@@ -77,8 +77,8 @@ TEST_CASE("shared-memory AND-allreduce: a rank that never arrives is a timeout n
   const int n = 3;
   std::vector<Status> results(n);
   run_ranks(n, [&](int r, Transport& tr) {
-    std::unique_ptr<SharedMemoryAndReduce> agree;
-    if (!SharedMemoryAndReduce::create(&tr, 6, Deadline::after(10), &agree).ok()) return;
+    std::unique_ptr<SharedMemoryBitwiseAnd> agree;
+    if (!SharedMemoryBitwiseAnd::create(&tr, 6, Deadline::after(10), &agree).ok()) return;
     // One agreed cycle first, then rank 2 stops calling.
     std::vector<uint64_t> words(6, ~uint64_t{0});
     results[r] = agree->allreduce_and(&words, Deadline::after(10), WaitMode::kControl);

@@ -1,5 +1,5 @@
-// Shared-memory AND-allreduce for negotiation: see shared_memory_and_reduce.h.
-#include "shared_memory_and_reduce.h"
+// Shared-memory AND-allreduce for negotiation: see shared_memory_bitwise_and.h.
+#include "shared_memory_bitwise_and.h"
 
 #include <cstring>
 #include <string>
@@ -13,23 +13,23 @@ constexpr size_t kCycleLine = kSharedCounterBytes;  // the cycle number's own ca
 
 }  // namespace
 
-size_t SharedMemoryAndReduce::region_bytes(size_t words) {
+size_t SharedMemoryBitwiseAnd::region_bytes(size_t words) {
   return kCycleLine + 2 * words * sizeof(uint64_t);
 }
 
-SharedMemoryAndReduce::SharedMemoryAndReduce(std::unique_ptr<SharedRegions> regions, size_t words,
+SharedMemoryBitwiseAnd::SharedMemoryBitwiseAnd(std::unique_ptr<SharedRegions> regions, size_t words,
                                              int rank, int size)
     : regions_(std::move(regions)), words_(words), rank_(rank), size_(size) {}
 
-SharedMemoryAndReduce::~SharedMemoryAndReduce() { (void)regions_.release(); }
+SharedMemoryBitwiseAnd::~SharedMemoryBitwiseAnd() { (void)regions_.release(); }
 
-Status SharedMemoryAndReduce::create(Transport* transport, size_t words, Deadline deadline,
-                                     std::unique_ptr<SharedMemoryAndReduce>* out) {
+Status SharedMemoryBitwiseAnd::create(Transport* transport, size_t words, Deadline deadline,
+                                     std::unique_ptr<SharedMemoryBitwiseAnd>* out) {
   std::unique_ptr<SharedRegions> regions;
   Status s = transport->allocate_shared_regions(region_bytes(words), deadline, &regions);
   if (!s.ok()) return s;
-  std::unique_ptr<SharedMemoryAndReduce> self(
-      new SharedMemoryAndReduce(std::move(regions), words, transport->rank(), transport->size()));
+  std::unique_ptr<SharedMemoryBitwiseAnd> self(
+      new SharedMemoryBitwiseAnd(std::move(regions), words, transport->rank(), transport->size()));
   // The memory's first contents are not promised: every rank zeroes its own
   // cycle number before any rank can look at it.
   publish_counter(self->cycle_word(self->rank_), 0);
@@ -39,15 +39,15 @@ Status SharedMemoryAndReduce::create(Transport* transport, size_t words, Deadlin
   return Status::OK();
 }
 
-uint64_t* SharedMemoryAndReduce::cycle_word(int rank) {
+uint64_t* SharedMemoryBitwiseAnd::cycle_word(int rank) {
   return reinterpret_cast<uint64_t*>(regions_->region(rank));
 }
 
-uint64_t* SharedMemoryAndReduce::buffer(int rank, uint64_t cycle) {
+uint64_t* SharedMemoryBitwiseAnd::buffer(int rank, uint64_t cycle) {
   return reinterpret_cast<uint64_t*>(regions_->region(rank) + kCycleLine) + (cycle % 2) * words_;
 }
 
-Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
+Status SharedMemoryBitwiseAnd::allreduce_and(std::vector<uint64_t>* words, Deadline deadline,
                                             WaitMode mode) {
   if (words->size() != words_)
     return Status(StatusCode::kInternal,
@@ -69,7 +69,7 @@ Status SharedMemoryAndReduce::allreduce_and(std::vector<uint64_t>* words, Deadli
   return Status::OK();
 }
 
-Status SharedMemoryAndReduce::free(Deadline deadline) {
+Status SharedMemoryBitwiseAnd::free(Deadline deadline) {
   if (!regions_) return Status::OK();
   Status s = regions_->barrier(deadline);
   if (s.ok()) regions_.reset();

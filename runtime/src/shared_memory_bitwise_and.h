@@ -22,16 +22,16 @@
 
 namespace ringscope {
 
-class SharedMemoryAndReduce {
+class SharedMemoryBitwiseAnd {
  public:
   // Collective over `transport`'s ranks. kUnimplemented where they cannot
   // share memory (several nodes); the caller then uses the transport's own
   // allreduce_and.
   static Status create(Transport* transport, size_t words, Deadline deadline,
-                       std::unique_ptr<SharedMemoryAndReduce>* out);
+                       std::unique_ptr<SharedMemoryBitwiseAnd>* out);
   // Without free() the memory is left to process exit (freeing it is
   // collective, and a rank may be gone).
-  ~SharedMemoryAndReduce();
+  ~SharedMemoryBitwiseAnd();
 
   // Bitwise AND of every rank's words (exactly `words` of them), result on
   // every rank. A peer that does not arrive by the deadline fails it with
@@ -44,7 +44,7 @@ class SharedMemoryAndReduce {
   static size_t region_bytes(size_t words);
 
  private:
-  SharedMemoryAndReduce(std::unique_ptr<SharedRegions> regions, size_t words, int rank, int size);
+  SharedMemoryBitwiseAnd(std::unique_ptr<SharedRegions> regions, size_t words, int rank, int size);
   uint64_t* cycle_word(int rank);
   uint64_t* buffer(int rank, uint64_t cycle);
 
