@@ -3,7 +3,7 @@
 # off, 50 ms cycle) run traced trials of the synthetic workload (ResNet-50 or
 # the small-tensor one, WORKLOAD=small),
 # `ringscope tune` after each, up to 8 trials; then a grid search over the
-# same space in the same session. Prints a table and writes JSON.
+# same space in the same run. Prints a table and writes JSON.
 #
 #   bench/autotune_loop.sh [OUT_DIR=runs/tune] [TRIALS=8]
 # Env: BUILD=build, STEPS=20, COMPUTE_MS=10, NP=2, GRID=1 (0 skips the grid),

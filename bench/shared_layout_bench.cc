@@ -4,7 +4,7 @@
 // copy out) over `pieces` tensors of `piece_bytes`, float32 average, in
 // alternating blocks of rounds with the result written
 //   own:  into the combining rank's own region (the peer copies it from
-//         there) -- ringscope before the fifteenth session;
+//         there) -- the obvious layout, kept to compare with;
 //   read: over the peer's contribution the combining rank has just read
 //         (the peer copies it out of its own region) -- ringscope now.
 // Prints the median of each pass per layout (the slower rank's; each pass

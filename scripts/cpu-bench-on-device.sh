@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CPU benchmarks (negotiation_bench: fusion and cache; allreduce_bench:
 # the sweep) and the multi-process tests (mpi_tests) on a machine with more cores than ranks, where the ranks and their
-# background threads do not share cores. Made for the session's device machine
+# background threads do not share cores. Made for a lent device machine
 # (16 cores, no MPI, no package registry), so it carries Open MPI along:
 #
 #   scripts/cpu-bench-on-device.sh pack   # here: build the two benches and copy

@@ -2,7 +2,7 @@
 // collective (copying tensors into shared memory, combining a slice, copying
 // results out) across several cores of this rank. On a host with cores to
 // spare one core cannot saturate memory: on the 16-core device machine one
-// thread copied 3.2 MiB in 282 us and four in 29 us (docs/performance.md).
+// thread copied 3.2 MiB in 282 us and four in 29 us (docs/shared-memory.md, "Data threads").
 //
 // Owned by the ResponseExecutor and used only from the runtime's background
 // thread. The calling thread works too: parts are claimed from one atomic
@@ -48,9 +48,9 @@ class DataThreads {
   // The parts worth splitting `bytes` into: up to kPartsPerThread per
   // thread, each at least kMinPartBytes (smaller parts cost more to hand out
   // than they save); at most max_parts(). The values are the ones measured
-  // on the 16-core machine (docs/performance.md). More parts per thread
-  // would let the caller and the helpers awake share the parts of a helper
-  // that wakes late; that is not measured yet.
+  // on the 16-core machine (docs/shared-memory.md, "Data threads"). More
+  // parts per thread would let the caller and the helpers awake share the
+  // parts of a helper that wakes late; that is not measured yet.
   size_t parts_for(size_t bytes) const;
   size_t max_parts() const { return kPartsPerThread * static_cast<size_t>(threads()); }
   static constexpr size_t kMinPartBytes = 128 << 10;

@@ -105,7 +105,7 @@ class Runtime {
   Recorder* recorder() const { return recorder_.load(); }
 
   // True where every rank is on this node and negotiation goes through
-  // shared memory (docs/design.md, "Shared-memory negotiation").
+  // shared memory (docs/shared-memory.md, "Shared-memory negotiation").
   bool negotiates_in_shared_memory() const { return shared_control_ != nullptr; }
   int data_threads() const { return executor_.data_threads(); }  // set at construction
 

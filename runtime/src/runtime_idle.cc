@@ -33,7 +33,7 @@ void Runtime::wait_for_next_cycle() {
     // agreement with nothing in it (every collective needs its tensor too),
     // and its own first submission wakes it anyway. It sleeps to the end of
     // its period instead of checking every kDoorbellPoll, which was most of
-    // an idle runtime's wake-ups (docs/performance.md, nineteenth session).
+    // an idle runtime's wake-ups (docs/performance.md, "Idle cost").
     if (doorbell_rang() && answers) return;
     const auto now = SteadyClock::now();
     if (now >= until) return;
@@ -119,7 +119,7 @@ void Runtime::ring_doorbell() {
 // messages it rings only if a peer is still missing kDoorbellDelay later:
 // when the ranks get their work together none is rung, where an immediate
 // ring made a lone 4 KiB allreduce across two hosts 68-86 us instead of 49
-// (docs/performance.md, sixteenth session).
+// (docs/design.md, "When cycles start").
 Status Runtime::agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode) {
   const bool owed = doorbell_owed_;
   doorbell_owed_ = false;

@@ -66,7 +66,7 @@ int result_rank(int slice, int n) { return (slice + 1) % n; }
 // the result rank's first, so the first pass reads its contribution
 // before it is overwritten. `wide_acc` (one block of float32) is set for
 // 16-bit float sums: every rank's block widened into one accumulator and
-// rounded once, with the postscale (docs/design.md).
+// rounded once, with the postscale (docs/shared-memory.md).
 void reduce_range(const std::vector<BufferPiece>& pieces, size_t lo, size_t hi, const uint8_t* own,
                   uint8_t* result, const std::vector<const uint8_t*>& peers, DataType dtype,
                   ReduceOp op, double prescale, double postscale, float* wide_acc, size_t block) {

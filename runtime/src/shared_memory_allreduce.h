@@ -1,7 +1,7 @@
 // Allreduce through memory shared by all ranks of one node (SharedRegions),
 // with no messages: each rank reduces its own slice straight out of its
 // peers' regions. Used instead of the ring when every rank is on one node
-// (see allreduce_choice.h and docs/design.md, "Shared-memory allreduce").
+// (see allreduce_choice.h and docs/shared-memory.md, "Shared-memory allreduce").
 //
 // The protocol, with n ranks and slice p = ChunkLayout{count, n} chunk p of
 // the allreduce's elements, which may come from many tensors (pieces):
@@ -23,7 +23,7 @@
 // over memory the combining rank has just read, rather than into its own
 // region, cut a 16 KiB allreduce at np=2 from 5.3-5.8 us to 1.5-2.3 us and
 // the fused 200 x 16 KiB step's combine from 82 to 76 us
-// (docs/performance.md, fifteenth session): a line read and then written
+// (docs/shared-memory.md, "Where the result goes"): a line read and then written
 // by one core is one transfer between the cores; a line written by one
 // core and read by the other, as before, costs an invalidation and a
 // transfer every time.
@@ -77,7 +77,8 @@ Status shared_memory_copy_out(const CollectiveContext& ctx, const std::vector<Bu
 class AlternatingHalves {
  public:
   // Measured with bench/allreduce_bench at np=2, both forms interleaved in
-  // one run (docs/performance.md): without step 6, 64 KiB took 15-21 us
+  // one run (docs/shared-memory.md, "Two halves, no closing wait"):
+  // without step 6, 64 KiB took 15-21 us
   // against 20-24; 16 and 256 KiB were even; 1 MiB took 177-277 us
   // against 112-227, the halves doubling what the caches must hold.
   static constexpr size_t kMaxBytes = 256 << 10;

@@ -4,7 +4,7 @@
 // number in its own region, then reads every peer's: one step, where a
 // message-passing allreduce needs log2(n) dependent rounds, each of which
 // has to be scheduled on every rank. With more ranks than cores that
-// scheduling is most of the cost (see docs/design.md, "Shared-memory
+// scheduling is most of the cost (see docs/shared-memory.md, "Shared-memory
 // negotiation").
 //
 // Region layout per rank: the cycle number on its own cache line, then two

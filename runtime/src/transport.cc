@@ -167,7 +167,7 @@ Status Transport::broadcast_from_root(std::vector<uint8_t>* data, Deadline deadl
 
 // Recursive doubling (doubling_peers.h): log2 p rounds of one exchange, the
 // folded ranks answered last. Over TCP between two hosts one exchange cost
-// 9-10 us where MPI_Iallreduce took 20-22 us (docs/design.md, "Shared-memory
+// 9-10 us where MPI_Iallreduce took 20-22 us (docs/shared-memory.md, "Shared-memory
 // negotiation").
 Status Transport::allreduce_and(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode,
                                 LateHook* late) {

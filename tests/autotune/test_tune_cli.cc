@@ -1,6 +1,6 @@
 // ringscope-tune end to end on generated traces: the table, the suggestion,
 // --explain, --json, the settings file with provenance (and its round trip
-// through the ringscope_settings parser), and the CLI's errors.
+// through the settings-file parser), and the CLI's errors.
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -13,8 +13,9 @@
 #                                      # no MPI needed (the GPU tests run one rank
 #                                      # in process)
 #
-# With the session's device tool: `pack` here, then run
-#   bash tests/gpu/run_on_device.sh run      with carry [".device-pack"]
+# On a lent device machine that runs commands over a copy of the working
+# tree: `pack` here, then run there, with .device-pack carried along:
+#   bash tests/gpu/run_on_device.sh run
 # Logs, gpu_bench.json and a trace (gpu-trace.rank0.sqlite) go to $OUT
 # (default: <build or pack>/out).
 # Env: BUILD=build (pack) or build-gpu (build), JOBS=$(nproc), LIMIT=300 (seconds

@@ -20,7 +20,7 @@ struct RecordedTensor {
   int64_t enqueue_ns = 0;
   std::string name;
   int64_t bytes = 0;
-  int op = 0;    // OpType of runtime/src/messages.h: 0 allreduce, 1 allgather, 2 broadcast
+  int op = 0;    // OpType of ringscope/planning/messages.h: 0 allreduce, 1 allgather, 2 broadcast
   int step = 0;  // STEP marks of this rank before the submission
 };
 

@@ -240,7 +240,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
 
 def _check_device_dense(device_dense):
     """Horovod's device string, changing nothing here. An op in its place
-    (reducescatter(x, hvd.Sum), the order before 2026-12-01) would otherwise
+    (reducescatter(x, hvd.Sum), Horovod's old order) would otherwise
     be dropped silently and the default Average used."""
     if not isinstance(device_dense, str):
         raise TypeError(f"ringscope: reducescatter's second argument is device_dense (a device "

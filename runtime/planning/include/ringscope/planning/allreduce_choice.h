@@ -44,10 +44,11 @@ inline bool use_halving_doubling(size_t bytes, int ranks) {
 // kSharedMemoryMinBytes up to kSharedMemoryMaxBytes (the size of each
 // rank's shared region). Measured with bench/allreduce_bench at np=2 and
 // np=4 (docs/performance.md): 1.2-2.5x MPI_Allreduce from 16 KiB to 64 MiB,
-// where the ring is 0.9-1.8x. Since the result is written where it was read
-// (fifteenth session) it also wins at 4 KiB: 0.6 us against 1.7-1.9 us for
-// recursive doubling at np=2, 6.9-10.7 against 16.9-20.0 at np=3 and
-// 17.0-17.1 against 18.4-20.4 at np=4 (4 ranks on 2 cores); at 1 KiB and
+// where the ring is 0.9-1.8x. With the result written where it was read
+// (docs/shared-memory.md, "Where the result goes") it also wins at 4 KiB:
+// 0.6 us against 1.7-1.9 us for recursive doubling at np=2, 6.9-10.7
+// against 16.9-20.0 at np=3 and 17.0-17.1 against 18.4-20.4 at np=4 (4
+// ranks on 2 cores); at 1 KiB and
 // below recursive doubling's messages still cost less at np=2 or np=4
 // (256 B: 0.6 against 1.0-1.2 us at np=2, 12.5 against 17 us at np=4).
 constexpr size_t kSharedMemoryMinBytes = 4 << 10;

@@ -15,8 +15,7 @@ inline constexpr std::chrono::steady_clock::duration kIdlePeriod = std::chrono::
 // what the idle agreements still do (a shutdown, a settings change, a dead
 // peer noticed) can wait a few milliseconds. An idle runtime took 3.4-3.9 %
 // of a core and 1,260-1,400 wake-ups a second with the 1 ms period alone,
-// 1.4-1.6 % and ~200 with this (np=2, docs/performance.md, nineteenth
-// session).
+// 1.4-1.6 % and ~200 with this (np=2, docs/performance.md, "Idle cost").
 inline constexpr std::chrono::steady_clock::duration kIdlePeriodLong = std::chrono::milliseconds(8);
 inline constexpr int64_t kIdleCyclesBeforeLongPeriod = 64;
 
