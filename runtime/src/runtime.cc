@@ -33,19 +33,18 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       shared_control_(std::move(shared_control)),
       topo_(topology),
       options_(options),
-      settings_(options.settings),
-      proposed_(options.settings),
+      settings_(options.settings, options.cache_capacity > 0),
       cache_(static_cast<size_t>(options.cache_capacity)),
       control_(static_cast<size_t>(options.cache_capacity)),
       coordinator_(topology.size),
       executor_(transport_.get()),
       last_stall_check_(SteadyClock::now()),
-      oversubscribed_(oversubscribed(topology)) {
+      oversubscribed_(oversubscribed(topology)),
+      doorbell_(transport_.get(), topology.rank, topology.size, shared_control_ != nullptr),
+      join_(topology.rank) {
   start_data_threads();
-  settings_.cache_enabled = options.cache_capacity > 0 && options.settings.cache_enabled;
-  proposed_.cache_enabled = settings_.cache_enabled;
   if (options.autotune.enabled && topology.rank == 0)
-    tuner_ = tuner(options.autotune, settings_, options.cache_capacity > 0);
+    tuner_ = tuner(options.autotune, settings_.in_force(), options.cache_capacity > 0);
   DeviceSetup device;
   device.cross = transport_->cross_node();
   device.topology = topology;
@@ -233,7 +232,9 @@ Status Runtime::check_device(const Request& r) {
 
 Runtime::Counters Runtime::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
-  return counters_;
+  Counters c = counters_;
+  c.doorbells_rung = doorbell_.rings();
+  return c;
 }
 
 void Runtime::log(int level, const std::string& message) const {
@@ -291,11 +292,10 @@ bool Runtime::stall_check_due(SteadyClock::time_point now) const {
     period = period > 0 ? std::min(period, options_.stall_shutdown_seconds)
                         : options_.stall_shutdown_seconds;
   if (period <= 0) return false;
-  const auto p = std::chrono::duration<double>(period);
+  const auto p = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(period));
   if (now - last_stall_check_ < p) return false;
-  for (const auto& [name, e] : pending_)
-    if (now - e.enqueued_at >= p) return true;
-  return false;
+  return pending_.any_waiting_since(now, p);
 }
 
 Status Runtime::run_cycle(bool* stop) {
@@ -321,7 +321,7 @@ Status Runtime::run_cycle(bool* stop) {
       ev.aux = static_cast<int32_t>(e.req.op);
       rec->record(ev);
     }
-    add_pending(std::move(e));
+    pending_.add(std::move(e));
   }
   fresh_.clear();  // moved-from entries; the storage stays for the next drain
   const bool joins_now = take_join();
@@ -340,28 +340,25 @@ Status Runtime::run_cycle(bool* stop) {
     // While a peer has joined, only what it stands in for from the cache
     // stays on the fast path; the coordinator settles the rest.
     if (hit == ResponseCache::Lookup::kHit &&
-        (!peers_joined_ || JoinStandIns::stands_in_cached(cache_.at(slot)))) {
+        (!join_.peers_joined() || JoinStandIns::stands_in_cached(cache_.at(slot)))) {
       control.set_ready(slot);
     } else {
       if (hit == ResponseCache::Lookup::kConflict) control.set_conflict(slot);
       to_coordinator.push_back(&e);
     }
   }
-  if (joined_ && cache_on) mark_stand_in_slots(control);
+  if (join_.joined() && cache_on) mark_stand_in_slots(control);
   uint64_t flags = 0;
   if (!to_coordinator.empty()) flags |= kFlagUncached;
   if (shutdown_requested_.load()) flags |= kFlagShutdown;
   if (stall_check_due(now)) flags |= kFlagStallCheck;
   if (!pending_.empty()) flags |= kFlagBusy;
-  flags |= joined_ ? kFlagJoined : kFlagNotJoined;
+  flags |= join_.joined() ? kFlagJoined : kFlagNotJoined;
   if (joins_now) flags |= kFlagJoinNew;
   if (traced && own_trace->at_size_cap()) flags |= kFlagTraceFull;
   if (!traced) flags |= kFlagUntraced;
   control.set_flags(flags);
-  if (topo_.rank == 0) {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    control.set_settings(proposed_);
-  }
+  if (topo_.rank == 0) control.set_settings(settings_.proposal());
 
   const auto negotiate_start = SteadyClock::now();
   const double timeout = cycle_wait_seconds(flags);
@@ -388,7 +385,7 @@ Status Runtime::run_cycle(bool* stop) {
   flags = control.flags();
   every_rank_traced_ = !(flags & kFlagUntraced);
   idle_cycles_ = (flags & kFlagBusy) ? 0 : idle_cycles_ + 1;
-  peers_joined_ = flags & kFlagJoined;
+  join_.set_peers_joined(flags & kFlagJoined);
   const Settings agreed = control.settings();
   apply_settings(agreed, /*at_cycle_end=*/false);
 
@@ -472,9 +469,9 @@ Status Runtime::run_cycle(bool* stop) {
     ev.aux = (fast_count ? kPathFast : 0) | (slow ? kPathSlow : 0);
     rec->record(ev);
   }
-  if (join_last_ >= 0) {  // every rank has joined: this cycle ends the join
-    finish_join(Status::OK(), std::exchange(join_last_, -1));
-    peers_joined_ = false;
+  if (const int last = join_.take_last_joined(); last >= 0) {  // every rank has joined
+    finish_join(Status::OK(), last);
+    join_.set_peers_joined(false);
   }
   if ((flags & kFlagTraceFull) && traced)
     stop_trace_at_size_cap(own_trace, /*measure_end_offset=*/every_rank_traced_);

@@ -23,11 +23,14 @@
 
 #include "control_vector.h"
 #include "ringscope/planning/coordinator.h"
-#include "join_stand_ins.h"
+#include "doorbell.h"
+#include "join_control.h"
+#include "pending_table.h"
 #include "ringscope/planning/online_tuner.h"
 #include "ringscope/planning/response_cache.h"
 #include "response_executor.h"
 #include "ringscope/trace_writer.h"
+#include "settings_state.h"
 #include "shared_memory_bitwise_and.h"
 #include "tensor_queue.h"
 
@@ -165,7 +168,7 @@ class Runtime {
   void loop();
   void wait_for_next_cycle();
   // Work to run: tensors pending, or a join that stands in for the peers'.
-  bool has_work() const { return !pending_.empty() || joined_; }
+  bool has_work() const { return !pending_.empty() || join_.joined(); }
   // Join (runtime_join.cc). take_join: at the cycle start, the join that
   // join() handed over, if any. mark_stand_in_slots: a joined rank marks
   // ready every cached host allreduce, which it can stand in for (while a
@@ -181,8 +184,6 @@ class Runtime {
   // Rank 0: registers the ranks whose lists say they joined; returns the
   // highest rank that joined this cycle (-1 if none).
   int coordinator_joins(const std::vector<RequestList>& lists);
-  bool doorbell_rang();
-  void ring_doorbell();
   Status run_cycle(bool* stop);
   Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                         std::vector<Response>* responses);
@@ -233,22 +234,14 @@ class Runtime {
   std::atomic<int64_t> shutdown_cut_ns_{0};
   std::atomic<int> loop_gate_{0};  // runtime_start.cc: closed, open, or never run
 
-  mutable std::mutex settings_mu_;
-  Settings settings_;  // in force on this rank
-  Settings proposed_;  // rank 0: what the next cycle broadcasts
+  SettingsState settings_;  // in force here; rank 0's proposal for the next cycle
   // Rank 0 with RINGSCOPE_AUTOTUNE: owned by the background thread (and by
   // shutdown() once that thread has ended).
   std::unique_ptr<OnlineTuner> tuner_;
   bool autotune_written_early_ = false;  // the loop tried the file when tuning ended
 
   // Background-thread state.
-  using PendingMap = std::unordered_map<std::string, TensorEntry>;
-  PendingMap pending_;
-  // Nodes of completed entries (callbacks cleared), reused for the next
-  // cycle's: steady-state cycles allocate and free no node per tensor.
-  std::vector<PendingMap::node_type> spare_pending_;
-  void add_pending(TensorEntry&& entry);
-  void remove_pending(PendingMap::iterator it);
+  PendingTable pending_;  // this rank's ops from drain to completion
   // Kept across cycles so that steady-state cycles allocate nothing for
   // them: drain() swaps `fresh_` with the queue's vector, and the fast path
   // assigns into `responses_`' elements, whose strings and shapes keep their
@@ -276,45 +269,11 @@ class Runtime {
   // Agreed cycles in a row in which no rank had tensors pending: the same on
   // every rank, so idle ranks lengthen their period together (idle_period).
   int64_t idle_cycles_ = 0;
-  // Doorbells: a rank that gets new work while idle starts a cycle at once
-  // (doorbell_owed_) and, if some peer has not joined its agreement
-  // kDoorbellDelay later, rings every peer, so peers sleeping out their
-  // cycle time join (docs/design.md, "When cycles start").
-  bool doorbell_owed_ = false;
-  std::vector<int64_t> doorbell_in_;  // the cycle each peer's last ring was for
-  std::vector<PendingOpPtr> doorbell_recvs_;
-  struct DoorbellRing {
-    std::unique_ptr<int64_t> cycle;  // declared first: outlives the sends of it
-    std::vector<PendingOpPtr> sends;
-    DoorbellRing() = default;
-    DoorbellRing(DoorbellRing&&) = default;
-    DoorbellRing& operator=(DoorbellRing&&) = default;
-    // Sends still here were not seen to finish (the runtime is going away):
-    // a cancelled send may still be read, so its 8 bytes are left to the
-    // process, as a timed-out collective's buffers are.
-    ~DoorbellRing() {
-      if (!sends.empty()) (void)cycle.release();
-    }
-  };
-  std::vector<DoorbellRing> doorbell_rings_;
+  Doorbell doorbell_;  // rings peers into a cycle on new work (runtime_idle.cc)
   std::unordered_map<std::string, int32_t> name_ids_;
   Recorder* name_ids_owner_ = nullptr;
 
-  // Join. join() hands its callback over under join_mu_ (join_offered_
-  // tells the loop without the lock); the loop takes it at a cycle start.
-  std::mutex join_mu_;
-  JoinCallback join_offer_;   // guarded by join_mu_
-  bool join_busy_ = false;    // guarded: a join from join() until its callback
-  bool join_closed_ = false;  // guarded: the loop has ended, no join can finish
-  std::atomic<bool> join_offered_{false};
-  // Background-thread state while this rank has joined.
-  bool joined_ = false;
-  JoinCallback join_done_;
-  int64_t join_start_ns_ = 0;          // join_recorder_'s time at take_join
-  Recorder* join_recorder_ = nullptr;  // null: the join started untraced
-  JoinStandIns stand_ins_;
-  bool peers_joined_ = false;  // the last agreement said some rank has joined
-  int32_t join_last_ = -1;     // the slow path's: every rank has joined, this one last
+  JoinControl join_;  // this rank's join: the hand-off, then the loop's (runtime_join.cc)
 
   // Tracing. Closed writers are kept until the runtime ends, so a thread
   // that loaded the recorder pointer just before stop_trace stays safe, and

@@ -1,5 +1,5 @@
 // Runtime's online-autotuning glue (rank 0 only): feeds the online tuner
-// after each cycle, proposes its settings through proposed_ (so they travel in
+// after each cycle, proposes its settings through settings_ (so they travel in
 // the next control vector and every rank switches at one cycle), turns its
 // records into kAutotuneTrial spans, and writes the settings file when tuning
 // ends (or at shutdown, if it has not).
@@ -23,11 +23,9 @@ void Runtime::autotune_after_cycle(int64_t allreduced_bytes) {
           .count();
   std::vector<AutotuneRecord> records;
   std::optional<Settings> next = tuner_->on_cycle(allreduced_bytes, now_ns, &records);
-  if (next) {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    proposed_ = *next;
-    if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
-  }
+  if (next)
+    if (Status s = settings_.propose(*next); !s.ok())
+      log(1, "warning: the online tuner proposed settings out of range: " + s.to_string());
   Recorder* rec = cycle_rec_;
   // The manager's times are steady-clock ns; the trace's are the recorder's.
   const int64_t to_trace = rec ? rec->now_ns() - now_ns : 0;

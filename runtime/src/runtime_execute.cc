@@ -8,7 +8,7 @@ namespace ringscope {
 
 int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, Status* fatal) {
   std::vector<TensorEntry*> entries;
-  std::vector<decltype(pending_)::iterator> where;  // erased by position below
+  std::vector<PendingTable::iterator> where;  // erased by position below
   entries.reserve(responses.size());
   where.reserve(responses.size());
   for (const Response& r : responses) {
@@ -17,9 +17,9 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
     where.push_back(it);
   }
   // A rank that has joined stands in for the tensors it has not submitted.
-  if (joined_) {
+  if (join_.joined()) {
     const size_t before = std::count(entries.begin(), entries.end(), nullptr);
-    stand_ins_.fill(responses, &entries);
+    join_.stand_ins().fill(responses, &entries);
     for (size_t i = 0; i < responses.size(); ++i)
       if (where[i] == pending_.end()) entries[i]->name_id = intern(responses[i].tensor.name);
     std::lock_guard<std::mutex> lock(counters_mu_);
@@ -100,7 +100,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   // (np=2, 200 tensors: 8-18 us earlier). A callback adds nothing to
   // pending_ (a resubmission waits in the queue), so `where` stays valid.
   for (auto it : where)
-    if (it != pending_.end()) remove_pending(it);
+    if (it != pending_.end()) pending_.remove(it);
   // The cache changes in response order on every rank, so it stays
   // identical. After the callbacks: the framework waits on those, and a
   // name resubmitted from one is only looked up in the next cycle.
@@ -116,36 +116,6 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   return allreduced_bytes;
 }
 
-void Runtime::add_pending(TensorEntry&& entry) {
-  if (spare_pending_.empty()) {
-    std::string name = entry.req.name;
-    pending_.emplace(std::move(name), std::move(entry));
-    return;
-  }
-  PendingMap::node_type node = std::move(spare_pending_.back());
-  spare_pending_.pop_back();
-  node.key() = entry.req.name;  // into the old key's storage
-  node.mapped() = std::move(entry);
-  pending_.insert(std::move(node));
-}
-
-void Runtime::remove_pending(PendingMap::iterator it) {
-  // A few more than a cycle's worth would do; this bounds the memory kept
-  // after a burst far larger than the steady state's.
-  constexpr size_t kMaxSpare = 4096;
-  if (spare_pending_.size() >= kMaxSpare) {
-    pending_.erase(it);
-    return;
-  }
-  PendingMap::node_type node = pending_.extract(it);
-  // Whatever the callbacks hold (a framework's kernel context, tensors) is
-  // released now, not when the node is reused.
-  node.mapped().done = nullptr;
-  node.mapped().allocate = nullptr;
-  node.mapped().allocate_alltoall = nullptr;
-  spare_pending_.push_back(std::move(node));
-}
-
 void Runtime::finish_entry(TensorEntry& entry, const Status& status) {
   queue_.finish(entry);  // before the callback: it may resubmit
   CallbackScope in_callback;
@@ -157,7 +127,7 @@ void Runtime::fail_all(const Status& status) {
   CallbackScope in_callback;
   std::vector<TensorEntry> never_drained = queue_.close(status);
   for (TensorEntry& e : never_drained) run_callback(e, status);
-  for (auto& [name, e] : pending_) run_callback(e, status);
+  for (TensorEntry* e : pending_.all()) run_callback(*e, status);
   pending_.clear();
 }
 

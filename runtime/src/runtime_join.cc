@@ -22,33 +22,14 @@
 namespace ringscope {
 
 Status Runtime::join(JoinCallback done) {
-  std::lock_guard<std::mutex> lock(join_mu_);
-  if (join_closed_)
-    return Status(StatusCode::kShutdown, "ringscope has stopped: join cannot run", rank());
-  if (join_busy_)
-    return Status(StatusCode::kDuplicateName,
-                  "join was called on this rank while its last join was still waiting for the "
-                  "other ranks (one join at a time)",
-                  rank());
-  join_busy_ = true;
-  join_offer_ = std::move(done);
-  join_offered_.store(true);
-  queue_.wake();  // wait_for_next_cycle starts a cycle for it
-  return Status::OK();
+  Status s = join_.offer(std::move(done));
+  if (s.ok()) queue_.wake();  // wait_for_next_cycle starts a cycle for it
+  return s;
 }
 
 bool Runtime::take_join() {
-  if (!join_offered_.load()) return false;
-  {
-    std::lock_guard<std::mutex> lock(join_mu_);
-    join_offered_.store(false);
-    join_done_ = std::move(join_offer_);
-    join_offer_ = nullptr;
-  }
-  joined_ = true;
   Recorder* rec = cycle_rec_;
-  join_start_ns_ = rec ? rec->now_ns() : 0;
-  join_recorder_ = rec;  // null: not traced from its start
+  if (!join_.take(rec, rec ? rec->now_ns() : 0)) return false;
   log(3, "joined in cycle " + std::to_string(cycle_));
   return true;
 }
@@ -76,28 +57,21 @@ int Runtime::coordinator_joins(const std::vector<RequestList>& lists) {
 }
 
 void Runtime::finish_join(const Status& status, int last_joined_rank) {
-  if (!joined_) return;
-  joined_ = false;
-  stand_ins_.release();
-  JoinCallback done = std::move(join_done_);
-  join_done_ = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(join_mu_);
-    join_busy_ = false;  // the callback may join again
-  }
+  JoinControl::Finished join;
+  if (!join_.finish(&join)) return;
   // Recorded only into the trace that saw the join start: a trace started
   // while joined gets no JOIN (a span from its start would say this rank
   // joined before any step, and the replay cuts there).
   Recorder* rec = cycle_rec_;
-  if (rec && rec == join_recorder_) {
-    TraceEvent ev = make_event(EventKind::kJoin, join_start_ns_, rec->now_ns(), cycle_);
+  if (rec && rec == join.recorder) {
+    TraceEvent ev = make_event(EventKind::kJoin, join.start_ns, rec->now_ns(), cycle_);
     ev.value = last_joined_rank;
     rec->record(ev);
   }
-  if (!done) return;
+  if (!join.done) return;
   CallbackScope in_callback;
   try {
-    done(status, last_joined_rank);
+    join.done(status, last_joined_rank);
   } catch (const std::exception& e) {
     log(1, std::string("the join callback threw: ") + e.what());
   } catch (...) {
@@ -106,10 +80,7 @@ void Runtime::finish_join(const Status& status, int last_joined_rank) {
 }
 
 void Runtime::fail_join(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(join_mu_);
-    join_closed_ = true;
-  }
+  join_.close();
   take_join();  // one handed over but never taken fails too
   finish_join(status, -1);
 }

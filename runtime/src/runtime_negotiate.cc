@@ -13,7 +13,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
   std::sort(to_coordinator.begin(), to_coordinator.end(),
             [](const TensorEntry* a, const TensorEntry* b) { return a->order < b->order; });
   RequestList mine;
-  mine.joined = joined_;
+  mine.joined = join_.joined();
   for (TensorEntry* e : to_coordinator) {
     mine.requests.push_back(e->req);
     e->sent_to_coordinator = true;
@@ -97,7 +97,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
                       " (RINGSCOPE_STALL_SHUTDOWN_SECONDS). " + decided.stall_warning,
                   topo_.rank);
   for (Response& r : decided.responses) responses->push_back(std::move(r));
-  join_last_ = decided.join_last;
+  join_.set_last_joined(decided.join_last);
   return Status::OK();
 }
 

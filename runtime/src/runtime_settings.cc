@@ -7,34 +7,15 @@
 
 namespace ringscope {
 
-Status Runtime::propose_settings(const Settings& s) {
-  if (s.fusion_threshold_bytes < 0 || !(s.cycle_time_ms >= 0) || s.cycle_time_ms > 10000)
-    return Status(StatusCode::kInvalidArgument,
-                  "settings out of range: fusion threshold must be >= 0 bytes and cycle time "
-                  "within [0, 10000] ms");
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  proposed_ = s;
-  if (options_.cache_capacity == 0) proposed_.cache_enabled = false;
-  return Status::OK();
-}
+Status Runtime::propose_settings(const Settings& s) { return settings_.propose(s); }
 
-Settings Runtime::settings() const {
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  return settings_;
-}
+Settings Runtime::settings() const { return settings_.in_force(); }
 
 void Runtime::apply_settings(const Settings& agreed, bool at_cycle_end) {
-  Settings old = settings();
-  Settings next = old;
-  if (!at_cycle_end) {
-    // Fusion threshold and cycle time apply to this cycle's execution.
-    next.fusion_threshold_bytes = agreed.fusion_threshold_bytes;
-    next.cycle_time_ms = agreed.cycle_time_ms;
-  } else {
-    // The cache switches after this cycle's responses touched it.
-    next.cache_enabled = agreed.cache_enabled && cache_.capacity() > 0;
-    if (!next.cache_enabled && old.cache_enabled) cache_.clear();
-  }
+  const SettingsState::Change change = settings_.apply(agreed, at_cycle_end);
+  if (change.cache_turned_off()) cache_.clear();
+  const Settings& old = change.before;
+  const Settings& next = change.after;
   if (next.fusion_threshold_bytes != old.fusion_threshold_bytes)
     record_instant(EventKind::kSettings, -1, next.fusion_threshold_bytes,
                    static_cast<int32_t>(SettingKey::kFusionThresholdBytes));
@@ -44,8 +25,6 @@ void Runtime::apply_settings(const Settings& agreed, bool at_cycle_end) {
   if (next.cache_enabled != old.cache_enabled)
     record_instant(EventKind::kSettings, -1, next.cache_enabled ? 1 : 0,
                    static_cast<int32_t>(SettingKey::kCacheEnabled));
-  std::lock_guard<std::mutex> lock(settings_mu_);
-  settings_ = next;
 }
 
 }  // namespace ringscope
