@@ -1,9 +1,10 @@
-// Runtime: the background loop and per-cycle negotiation (see runtime.h for
-// the state machine). Running a cycle's responses and completing their ops
-// is in runtime_execute.cc (the collectives in response_executor.cc); the
-// IDLE state (cycle timing, doorbells) in runtime_idle.cc; settings in
-// runtime_settings.cc; tracing and autotuning in runtime_trace.cc and
-// runtime_autotune.cc.
+// Runtime: its creation (every rank agreeing on the settings that choose
+// collectives), submit, shutdown and the background loop (see runtime.h for
+// the state machine). One cycle's steps are in runtime_cycle.cc; running its
+// responses and completing their ops in runtime_execute.cc (the collectives
+// in response_executor.cc); the IDLE state in runtime_idle.cc; settings,
+// join, tracing and autotuning in runtime_settings.cc, runtime_join.cc,
+// runtime_trace.cc and runtime_autotune.cc.
 #include "runtime.h"
 
 #include <sys/prctl.h>
@@ -41,7 +42,12 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       last_stall_check_(SteadyClock::now()),
       oversubscribed_(oversubscribed(topology)),
       doorbell_(transport_.get(), topology.rank, topology.size, shared_control_ != nullptr),
-      join_(topology.rank) {
+      join_(topology.rank),
+      trace_(TraceControl::Setup{transport_.get(), topology, options.op_timeout_seconds,
+                                 options.trace_max_bytes,
+                                 [this] { return executor_.device_used(); }},
+             progress_),
+      devices_(topology.rank, probe_gpu) {
   start_data_threads();
   if (options.autotune.enabled && topology.rank == 0)
     tuner_ = tuner(options.autotune, settings_.in_force(), options.cache_capacity > 0);
@@ -53,9 +59,8 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
     // The online tuner scores bytes allreduced when they are done, also on
     // the GPU (this runs on the device finalizer's thread).
     if (status.ok() && entry.req.op == OpType::kAllreduce)
-      device_bytes_done_.fetch_add(
-          num_elements(entry.req.shape) * static_cast<int64_t>(dtype_size(entry.req.dtype)),
-          std::memory_order_relaxed);
+      devices_.count_done(num_elements(entry.req.shape) *
+                          static_cast<int64_t>(dtype_size(entry.req.dtype)));
     finish_entry(entry, status);
   };
   executor_.set_device_setup(device);
@@ -174,13 +179,7 @@ thread_local int CallbackScope::depth_ = 0;
 Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
-  if (!shutdown_requested_.exchange(true))
-    shutdown_cut_ns_.store(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            (SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                      std::chrono::duration<double>(shutdown_wait_seconds())))
-                .time_since_epoch())
-            .count());
+  shutdown_.request(shutdown_wait_seconds());
   queue_.wake();
   // The loop stops after this cycle; whoever calls next from outside a
   // callback (or the destructor) joins it.
@@ -192,47 +191,27 @@ void Runtime::shutdown() {
   write_autotune_output();
   // The end clock measurement pings every peer: not after the group broke
   // (a peer gone would cost the whole wait for nothing).
-  Status s = close_trace(/*measure_end_offset=*/!loop_failed_.load());
+  std::string warning;
+  Status s = trace_.close(/*measure=*/!loop_failed_.load() && every_rank_traced_,
+                          shutdown_wait_seconds(), &warning);
+  if (!warning.empty()) log(1, warning);
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
 }
 
 Status Runtime::submit(TensorEntry entry) {
   const Request& r = entry.req;
   if (Status s = check_submission(entry, rank(), size()); !s.ok()) return s;
-  if (r.on_device()) {
-    Status s = check_device(r);
-    if (!s.ok()) return s;
-  }
+  if (r.on_device())
+    if (Status s = devices_.admit(r); !s.ok()) return s;
   entry.enqueued_at = SteadyClock::now();
-  Recorder* rec = recorder_.load();
+  Recorder* rec = trace_.recorder();
   entry.enqueue_ns = rec ? rec->now_ns() : 0;
   entry.stamped_by = rec;
   return queue_.push(std::move(entry));
 }
 
-Status Runtime::check_device(const Request& r) {
-  std::call_once(gpu_probe_once_, [this] { gpu_info_ = probe_gpu(); });
-  if (!gpu_info_.problem.empty())
-    return Status(StatusCode::kUnimplemented,
-                  gpu::device_unavailable_message(r.name, r.device, gpu_info_.problem), rank());
-  if (r.device >= gpu_info_.device_count)
-    return Status(StatusCode::kInvalidArgument,
-                  "tensor '" + r.name + "' is on cuda:" + std::to_string(r.device) + " but only " +
-                      std::to_string(gpu_info_.device_count) + " CUDA device(s) are visible",
-                  rank());
-  int expected = -1;
-  if (!device_in_use_.compare_exchange_strong(expected, r.device) && expected != r.device)
-    return Status(StatusCode::kInvalidArgument,
-                  "tensor '" + r.name + "' is on cuda:" + std::to_string(r.device) +
-                      " but this rank already uses cuda:" + std::to_string(expected) +
-                      " (one GPU per rank: its NCCL communicator is bound to one device)",
-                  rank());
-  return Status::OK();
-}
-
 Runtime::Counters Runtime::counters() const {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  Counters c = counters_;
+  Counters c = counters_.snapshot();
   c.doorbells_rung = doorbell_.rings();
   return c;
 }
@@ -268,7 +247,7 @@ void Runtime::loop() {
       loop_failed_.store(true);
       break;
     }
-    cycles_done_.fetch_add(1);
+    progress_.cycles_done.fetch_add(1);
     if (stop) {
       // Every rank stops in this same cycle: free the shared window together.
       Status freed = executor_.free_shared_regions(shutdown_wait_seconds());
@@ -283,205 +262,12 @@ void Runtime::loop() {
     wait_for_next_cycle();
   }
   fail_all(final_status);
-  loop_exited_.store(true);
-}
-
-bool Runtime::stall_check_due(SteadyClock::time_point now) const {
-  double period = options_.stall_check_seconds;
-  if (options_.stall_shutdown_seconds > 0)
-    period = period > 0 ? std::min(period, options_.stall_shutdown_seconds)
-                        : options_.stall_shutdown_seconds;
-  if (period <= 0) return false;
-  const auto p = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double>(period));
-  if (now - last_stall_check_ < p) return false;
-  return pending_.any_waiting_since(now, p);
-}
-
-Status Runtime::run_cycle(bool* stop) {
-  ++cycle_;
-  Recorder* rec = recorder_.load();
-  cycle_rec_ = rec;
-  TraceWriter* const own_trace = open_writer_.load();
-  const bool traced = rec && rec == own_trace;  // not a test's recorder
-  Recorder* snapshot = rec;
-  if (rec && snapshot_for_.compare_exchange_strong(snapshot, nullptr)) record_settings_snapshot();
-  const int64_t t0 = rec ? rec->now_ns() : 0;
-  const auto now = SteadyClock::now();
-
-  // Take new submissions; their ENQUEUE events carry the submit time.
-  queue_.drain(&fresh_);
-  for (TensorEntry& e : fresh_) {
-    stamp(e);
-    e.order = arrivals_++;
-    if (rec) {
-      TraceEvent ev =
-          make_event(EventKind::kEnqueue, e.enqueue_ns, e.enqueue_ns, cycle_, -1, e.name_id);
-      ev.bytes = num_elements(e.req.shape) * static_cast<int64_t>(dtype_size(e.req.dtype));
-      ev.aux = static_cast<int32_t>(e.req.op);
-      rec->record(ev);
-    }
-    pending_.add(std::move(e));
-  }
-  fresh_.clear();  // moved-from entries; the storage stays for the next drain
-  const bool joins_now = take_join();
-
-  // Fast path bookkeeping: which pending tensors the cache can serve.
-  const bool cache_on = settings().cache_enabled && cache_.capacity() > 0;
-  ControlVector& control = control_;
-  control.reset();
-  std::vector<TensorEntry*>& to_coordinator = to_coordinator_;
-  to_coordinator.clear();
-  for (auto& [name, e] : pending_) {
-    if (e.sent_to_coordinator) continue;
-    uint32_t slot = 0;
-    ResponseCache::Lookup hit =
-        cache_on ? cache_.lookup(e.req, topo_.rank, &slot) : ResponseCache::Lookup::kMiss;
-    // While a peer has joined, only what it stands in for from the cache
-    // stays on the fast path; the coordinator settles the rest.
-    if (hit == ResponseCache::Lookup::kHit &&
-        (!join_.peers_joined() || JoinStandIns::stands_in_cached(cache_.at(slot)))) {
-      control.set_ready(slot);
-    } else {
-      if (hit == ResponseCache::Lookup::kConflict) control.set_conflict(slot);
-      to_coordinator.push_back(&e);
-    }
-  }
-  if (join_.joined() && cache_on) mark_stand_in_slots(control);
-  uint64_t flags = 0;
-  if (!to_coordinator.empty()) flags |= kFlagUncached;
-  if (shutdown_requested_.load()) flags |= kFlagShutdown;
-  if (stall_check_due(now)) flags |= kFlagStallCheck;
-  if (!pending_.empty()) flags |= kFlagBusy;
-  flags |= join_.joined() ? kFlagJoined : kFlagNotJoined;
-  if (joins_now) flags |= kFlagJoinNew;
-  if (traced && own_trace->at_size_cap()) flags |= kFlagTraceFull;
-  if (!traced) flags |= kFlagUntraced;
-  control.set_flags(flags);
-  if (topo_.rank == 0) control.set_settings(settings_.proposal());
-
-  const auto negotiate_start = SteadyClock::now();
-  const double timeout = cycle_wait_seconds(flags);
-  // An idle rank (woken by a peer's doorbell or its cycle timer) naps soon,
-  // leaving the cores to training; so does a joined rank with nothing of its
-  // own (its peers ring when they have work: runtime_idle.cc). A rank with
-  // work to run polls (and yields) for up to 1 ms before napping: a nap
-  // there adds its wake-up latency to every step, to the peers too (np=2,
-  // 50-tensor cycles on the cache fast path: 11-17 us, 23-48 us napping
-  // after 50 us). With more ranks on this node than cores it yields from
-  // the first poll and naps only after 5 ms: the rank it waits for may need
-  // this very core, and a
-  // yield hands it over at once where a spin keeps it and a nap costs a
-  // timer tick (np=4 on 2 cores, cache fast path: 35-58 us yielding after a
-  // spin, 99-122 napping; see docs/design.md for the no-spin A/B).
-  const WaitMode mode = pending_.empty()  ? WaitMode::kControl
-                        : oversubscribed_ ? WaitMode::kYielding
-                                          : WaitMode::kAgreement;
-  Deadline deadline = Deadline::after(timeout);
-  deadline.cut_short = &shutdown_cut_ns_;
-  Status s = agree(&control.words(), deadline, mode);
-  if (!s.ok()) return s;
-  last_agreed_ = SteadyClock::now();
-  flags = control.flags();
-  every_rank_traced_ = !(flags & kFlagUntraced);
-  idle_cycles_ = (flags & kFlagBusy) ? 0 : idle_cycles_ + 1;
-  join_.set_peers_joined(flags & kFlagJoined);
-  const Settings agreed = control.settings();
-  apply_settings(agreed, /*at_cycle_end=*/false);
-
-  // Conflicting cache entries are dropped everywhere; their waiters go slow.
-  bool any_conflict = false;
-  control.for_each_conflict([&](uint32_t slot) {
-    if (!cache_.occupied(slot)) return;
-    any_conflict = true;
-    auto it = pending_.find(cache_.at(slot).tensor.name);
-    if (it != pending_.end() && !it->second.sent_to_coordinator &&
-        std::find(to_coordinator.begin(), to_coordinator.end(), &it->second) ==
-            to_coordinator.end())
-      to_coordinator.push_back(&it->second);
-    cache_.erase_slot(slot);
-  });
-
-  // Fast path: responses for slots ready on every rank, in slot order,
-  // copied into the elements kept from earlier cycles (no allocation). A
-  // cycle without any leaves those elements, and their storage, alone.
-  size_t fast_count = 0;
-  // Where every rank has joined, each marked every cached allreduce: the
-  // coordinator settles what is still pending (runtime_join.cc).
-  const bool all_joined = !(flags & kFlagNotJoined);
-  if (all_joined)
-    send_all_pending(to_coordinator);
-  else
-    control.for_each_ready([&](uint32_t slot) {
-      if (!cache_.occupied(slot)) return;
-      if (fast_count == responses_.size()) responses_.emplace_back();
-      Response& r = responses_[fast_count++];
-      r = cache_.at(slot);
-      r.from_cache = true;
-      r.cache_slot = slot;
-    });
-  std::vector<Response> none;
-  if (fast_count > 0) responses_.resize(fast_count);
-  std::vector<Response>& responses = fast_count > 0 ? responses_ : none;
-
-  // Slow path: the coordinator decides.
-  const bool slow =
-      (flags & (kFlagUncached | kFlagStallCheck | kFlagJoinNew)) || any_conflict || all_joined;
-  if (slow) {
-    s = negotiate_slow(flags, to_coordinator, &responses);
-    if (!s.ok()) return s;
-  }
-  {
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    ++counters_.cycles;
-    counters_.idle_cycles = idle_cycles_;
-    counters_.fast_path_responses += fast_count;
-    if (slow) ++counters_.slow_path_cycles;
-    if (!responses.empty()) {
-      const int64_t ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - negotiate_start)
-              .count();
-      if (slow) {
-        ++counters_.work_cycles_slow;
-        counters_.negotiate_ns_slow += ns;
-      } else {
-        ++counters_.work_cycles_fast_only;
-        counters_.negotiate_ns_fast_only += ns;
-      }
-    }
-  }
-
-  const int64_t decided = rec ? rec->now_ns() : 0;
-  // Device allreduces count when the GPU has finished them (device.complete).
-  int64_t allreduced_bytes = device_bytes_done_.exchange(0, std::memory_order_relaxed);
-  Status fatal;
-  if (!responses.empty()) allreduced_bytes += execute(responses, decided, &fatal);
-  // A broken collective (a peer timed out) leaves the ranks out of step:
-  // no later cycle could agree, and the shared window must not be freed
-  // together (a blocking collective), so the loop stops here.
-  if (!fatal.ok()) return fatal;
-  apply_settings(agreed, /*at_cycle_end=*/true);
-  if (tuner_) autotune_after_cycle(allreduced_bytes);
-
-  if (rec && (!responses.empty() || slow)) {
-    TraceEvent ev = make_event(EventKind::kCycle, t0, rec->now_ns(), cycle_);
-    ev.value = static_cast<int64_t>(responses.size());
-    ev.aux = (fast_count ? kPathFast : 0) | (slow ? kPathSlow : 0);
-    rec->record(ev);
-  }
-  if (const int last = join_.take_last_joined(); last >= 0) {  // every rank has joined
-    finish_join(Status::OK(), last);
-    join_.set_peers_joined(false);
-  }
-  if ((flags & kFlagTraceFull) && traced)
-    stop_trace_at_size_cap(own_trace, /*measure_end_offset=*/every_rank_traced_);
-  if (flags & kFlagShutdown) *stop = true;
-  return Status::OK();
+  progress_.exited.store(true);
 }
 
 double Runtime::cycle_wait_seconds(uint64_t flags) const {
-  return (flags & kFlagShutdown) || shutdown_requested_.load() ? shutdown_wait_seconds()
-                                                               : options_.op_timeout_seconds;
+  return (flags & kFlagShutdown) || shutdown_.requested() ? shutdown_wait_seconds()
+                                                          : options_.op_timeout_seconds;
 }
 
 }  // namespace ringscope

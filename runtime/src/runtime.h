@@ -1,6 +1,6 @@
-// Runtime: the one object that holds all of ringscope's mutable state for a
-// process (or, in tests, for one in-process rank). Framework threads submit
-// TensorEntries; one background thread runs cycles:
+// Runtime: ringscope's engine for a process (or, in tests, for one
+// in-process rank). Framework threads submit TensorEntries; one background
+// thread runs cycles:
 //
 //   IDLE --(cycle time passed, or new work while idle)--> NEGOTIATE
 //   NEGOTIATE: one AND-allreduce of the ControlVector (cache fast path,
@@ -11,28 +11,38 @@
 //   -> IDLE; or STOPPED when a rank asked to shut down, a stall shutdown
 //   fired, or a collective failed (every pending op then gets the error).
 //
-// run_cycle() makes NEGOTIATE and EXECUTE; loop() makes IDLE and STOPPED.
+// run_cycle() makes NEGOTIATE and EXECUTE, step by step (runtime_cycle.cc);
+// loop() makes IDLE and STOPPED (runtime.cc, runtime_idle.cc). The state is
+// held by named parts, each owning its fields and lock: the TensorQueue
+// (submissions), PendingTable (ops from drain to completion), SettingsState,
+// JoinControl, Doorbell, TraceControl, ShutdownSignal, LoopGate,
+// DeviceAdmission, CounterBoard; and the planning library's ResponseCache
+// and Coordinator and the ResponseExecutor, which runs the collectives.
+// What is left here is the loop's own cursor from cycle to cycle.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include "control_vector.h"
-#include "ringscope/planning/coordinator.h"
+#include "device_admission.h"
 #include "doorbell.h"
 #include "join_control.h"
+#include "loop_gate.h"
 #include "pending_table.h"
+#include "response_executor.h"
+#include "ringscope/planning/coordinator.h"
 #include "ringscope/planning/online_tuner.h"
 #include "ringscope/planning/response_cache.h"
-#include "response_executor.h"
 #include "ringscope/trace_writer.h"
+#include "runtime_counters.h"
 #include "settings_state.h"
 #include "shared_memory_bitwise_and.h"
+#include "shutdown_signal.h"
 #include "tensor_queue.h"
+#include "trace_control.h"
 
 namespace ringscope {
 
@@ -104,40 +114,16 @@ class Runtime {
   void mark_step(int64_t step);
 
   // Low level: record into any Recorder (tests). It must outlive the runtime.
-  void set_recorder(Recorder* recorder) { recorder_.store(recorder); }
-  Recorder* recorder() const { return recorder_.load(); }
+  void set_recorder(Recorder* recorder) { trace_.set_recorder(recorder); }
+  Recorder* recorder() const { return trace_.recorder(); }
 
   // True where every rank is on this node and negotiation goes through
   // shared memory (docs/shared-memory.md, "Shared-memory negotiation").
   bool negotiates_in_shared_memory() const { return shared_control_ != nullptr; }
   int data_threads() const { return executor_.data_threads(); }  // set at construction
 
-  // Counters for tests and benchmarks.
-  struct Counters {
-    uint64_t cycles = 0, fast_path_responses = 0, slow_path_cycles = 0, stall_reports = 0;
-    // Negotiation time (control allreduce + slow path) of cycles that ran
-    // responses, split by whether the coordinator was needed.
-    uint64_t work_cycles_fast_only = 0, work_cycles_slow = 0;
-    int64_t negotiate_ns_fast_only = 0, negotiate_ns_slow = 0;
-    // The host fusion buffer (message-based algorithms; the shared-memory
-    // allreduce fuses straight into its window): its size and how many
-    // times it was allocated. It only grows, so it is allocated once per
-    // new largest fused group and reused by every later group (a
-    // reducescatter's two forwarding slots, or its prescaled input, use
-    // it too).
-    uint64_t fusion_buffer_bytes = 0, fusion_buffer_allocations = 0;
-    // Cycles in which this rank rang its doorbell (a peer had not joined
-    // kDoorbellDelay after this rank started a cycle on new work).
-    uint64_t doorbells_rung = 0;
-    // Agreed cycles in a row, up to the last one, in which no rank had
-    // tensors pending (the same on every rank; cycle_timing.h idle_period).
-    int64_t idle_cycles = 0;
-    // Ops this rank ran as a stand-in while it had joined (runtime_join.cc).
-    uint64_t stand_ins = 0;
-    // Traces the loop stopped at their size cap, and how many of those
-    // stops measured the clock (only where every rank had a trace).
-    uint64_t trace_caps = 0, trace_cap_clock_measurements = 0;
-  };
+  // Counters for tests and benchmarks (runtime_counters.h).
+  using Counters = RuntimeCounters;
   Counters counters() const;
 
  private:
@@ -184,7 +170,29 @@ class Runtime {
   // Rank 0: registers the ranks whose lists say they joined; returns the
   // highest rank that joined this cycle (-1 if none).
   int coordinator_joins(const std::vector<RequestList>& lists);
+  // One cycle's facts, shared by its steps (runtime_cycle.cc).
+  struct Cycle {
+    TraceControl::Cycle trace;  // the recorder loaded for the cycle
+    int64_t start_ns = 0;       // on that recorder's clock
+    SteadyClock::time_point now, negotiate_start;
+    bool joins_now = false;  // a join was taken at this cycle's start
+    uint64_t flags = 0;      // this rank's, then every rank's after the agreement
+    Settings agreed;         // rank 0's, from the agreement
+    size_t fast_count = 0;   // responses served from the cache
+    bool slow = false;       // the coordinator runs this cycle
+    std::vector<Response>* responses = nullptr;  // responses_, or no_responses
+    std::vector<Response> no_responses;
+  };
+  // NEGOTIATE and EXECUTE (runtime.h's state machine), step by step.
   Status run_cycle(bool* stop);
+  Cycle begin_cycle();
+  void drain_submissions(Cycle& c);
+  void build_control(Cycle& c);
+  Status agree_on_control(Cycle& c);
+  void collect_fast_path(Cycle& c);
+  void count_cycle(const Cycle& c);
+  Status execute_agreed(Cycle& c);
+  void end_cycle(const Cycle& c, bool* stop);
   Status negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coordinator,
                         std::vector<Response>* responses);
   // Returns the bytes of allreduces that succeeded (the autotuner's score).
@@ -196,8 +204,6 @@ class Runtime {
   void run_callback(TensorEntry& entry, const Status& status) {
     if (std::string threw = complete(entry, status); !threw.empty()) log(1, threw);
   }
-  // A device tensor can run here (GPU build, device visible, one device per rank).
-  Status check_device(const Request& r);
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
   void apply_settings(const Settings& agreed, bool at_cycle_end);
@@ -218,21 +224,14 @@ class Runtime {
   std::unique_ptr<SharedMemoryBitwiseAnd> shared_control_;  // null: several nodes, or off
   const Topology topo_;
   const Options options_;
-  std::atomic<Recorder*> recorder_{nullptr};
-  // The loop loads recorder_ once per cycle into cycle_rec_ and records only
-  // there, so a trace started or stopped mid-cycle gets whole cycles.
+  // The loop loads the recorder once per cycle into cycle_rec_ and records
+  // only there, so a trace started or stopped mid-cycle gets whole cycles.
   Recorder* cycle_rec_ = nullptr;
-  // A trace start_trace opened: the loop writes its settings snapshot at
-  // its first cycle, in order with the settings changes it records itself.
-  std::atomic<Recorder*> snapshot_for_{nullptr};
   TensorQueue queue_;
   std::thread thread_;
   std::thread::id loop_thread_id_;
-  std::atomic<bool> shutdown_requested_{false};
-  // When a shutdown's wait ends (steady ns; 0: none asked): an agreement
-  // already waiting on a peer that died gives up then, not at the op timeout.
-  std::atomic<int64_t> shutdown_cut_ns_{0};
-  std::atomic<int> loop_gate_{0};  // runtime_start.cc: closed, open, or never run
+  ShutdownSignal shutdown_;  // asked for, and when its waits must end
+  LoopGate loop_gate_;  // the loop runs once every rank's started (runtime_start.cc)
 
   SettingsState settings_;  // in force here; rank 0's proposal for the next cycle
   // Rank 0 with RINGSCOPE_AUTOTUNE: owned by the background thread (and by
@@ -270,50 +269,17 @@ class Runtime {
   // every rank, so idle ranks lengthen their period together (idle_period).
   int64_t idle_cycles_ = 0;
   Doorbell doorbell_;  // rings peers into a cycle on new work (runtime_idle.cc)
-  std::unordered_map<std::string, int32_t> name_ids_;
-  Recorder* name_ids_owner_ = nullptr;
 
   JoinControl join_;  // this rank's join: the hand-off, then the loop's (runtime_join.cc)
 
-  // Tracing. Closed writers are kept until the runtime ends, so a thread
-  // that loaded the recorder pointer just before stop_trace stays safe, and
-  // no later writer reuses their address (entries and name ids compare
-  // recorder pointers); their event buffers, the memory, are released once
-  // no thread can be recording into them (release_quiet_traces).
-  struct ClosedTrace {
-    std::unique_ptr<TraceWriter> writer;
-    uint64_t closed_at_cycle = 0;  // cycles_done_ when it closed
-    bool released = false;
-  };
-  std::mutex trace_mu_;
-  std::unique_ptr<TraceWriter> trace_;
-  // trace_ while it records (the loop checks its size cap), and trace_ once
-  // the loop stopped it at the cap (finishing in the background until
-  // stop_trace or shutdown closes it, which waits for that; start_trace
-  // still refuses it, as any trace not stopped, on every rank alike). Never
-  // cleared: writers live as long as the runtime (closed_traces_), so the
-  // pointer is never another writer's.
-  std::atomic<TraceWriter*> open_writer_{nullptr};
-  std::atomic<TraceWriter*> capped_writer_{nullptr};
-  void stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset);
-  std::vector<ClosedTrace> closed_traces_;
-  std::atomic<int> marking_steps_{0};  // mark_step calls between load and record
-  void release_quiet_traces();         // with trace_mu_ held
-  std::atomic<uint64_t> cycles_done_{0};
-  std::atomic<bool> loop_exited_{false};
+  LoopProgress progress_;  // cycles done, loop ended (what stop_trace waits on)
+  TraceControl trace_;     // the trace this rank records into (runtime_trace.cc)
   std::atomic<bool> loop_failed_{false};  // the loop ended on an error (the group broke)
-  void wait_for_cycle_boundary();
+  void stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset);
   void record_settings_snapshot();
-  Status close_trace(bool measure_end_offset);
 
-  std::once_flag gpu_probe_once_;
-  GpuInfo gpu_info_;
-  std::atomic<int> device_in_use_{-1};
-  // Bytes of device allreduces completed since the last cycle counted them.
-  std::atomic<int64_t> device_bytes_done_{0};
-
-  mutable std::mutex counters_mu_;
-  Counters counters_;
+  DeviceAdmission devices_;  // device tensors admitted at submit; their finished bytes
+  CounterBoard counters_;  // what tests and benchmarks read
 };
 
 }  // namespace ringscope

@@ -22,8 +22,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
     join_.stand_ins().fill(responses, &entries);
     for (size_t i = 0; i < responses.size(); ++i)
       if (where[i] == pending_.end()) entries[i]->name_id = intern(responses[i].tensor.name);
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    counters_.stand_ins += before;
+    counters_.update([&](Counters& n) { n.stand_ins += before; });
   }
   // Otherwise a response for a tensor this rank never submitted is a protocol bug.
   // Running the others would pair this rank's collectives with different
@@ -67,11 +66,11 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
   for (const std::string& notice : executor_.take_notices()) log(1, notice);
   // Only this thread writes these fields, so it may read them unlocked; the
   // lock is taken only in the rare cycle where the buffer grew.
-  if (executor_.fusion_buffer_allocations() != counters_.fusion_buffer_allocations) {
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    counters_.fusion_buffer_bytes = executor_.fusion_buffer_bytes();
-    counters_.fusion_buffer_allocations = executor_.fusion_buffer_allocations();
-  }
+  if (executor_.fusion_buffer_allocations() != counters_.writer_view().fusion_buffer_allocations)
+    counters_.update([&](Counters& n) {
+      n.fusion_buffer_bytes = executor_.fusion_buffer_bytes();
+      n.fusion_buffer_allocations = executor_.fusion_buffer_allocations();
+    });
 
   const int64_t cb_start = rec ? rec->now_ns() : 0;
   // Every completed name may be submitted again from here on (a callback

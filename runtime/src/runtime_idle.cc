@@ -25,7 +25,7 @@ void Runtime::wait_for_next_cycle() {
   // own start: otherwise a phase offset between ranks persists and every
   // cycle waits for the latest rank.
   const auto until = last_agreed_ + period;
-  while (!shutdown_requested_.load()) {
+  while (!shutdown_.requested()) {
     if (join_.offered()) {  // join(): a cycle now, the peers rung as for work
       doorbell_.owe();
       return;

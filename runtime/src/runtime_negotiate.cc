@@ -85,8 +85,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
   if (!decided.error.empty()) return Status(StatusCode::kInternal, decided.error, topo_.rank);
   if (!decided.stall_warning.empty()) {
     {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++counters_.stall_reports;
+      counters_.update([](Counters& n) { ++n.stall_reports; });
     }
     if (topo_.rank == 0) log(1, "warning: " + decided.stall_warning);
     record_instant(EventKind::kStall, intern(decided.stall_warning), 0);

@@ -1,8 +1,8 @@
 // Runtime: starting the background thread on every rank, or on none. A rank
-// that cannot create a thread (a process or thread limit: `ulimit -u`, a
-// container's pids limit) used to throw out of init while its peers' loops
-// waited in their first cycle for it until the op timeout. Now every loop
-// waits at a gate until the ranks have agreed that each one started; if one
+// may fail to create a thread (a process or thread limit: `ulimit -u`, a
+// container's pids limit); its peers' loops must not wait for it in their
+// first cycle until the op timeout. So every loop waits at a gate
+// (loop_gate.h) until the ranks have agreed that each one started; if one
 // did not, no loop runs a cycle anywhere and init fails on every rank with
 // an error naming it (docs/design.md, "Memory").
 #include "agreed_host_buffer.h"  // agree_on_allocation, out_of_memory
@@ -10,20 +10,14 @@
 #include "ringscope/text_format.h"
 
 namespace ringscope {
-namespace {
-constexpr int kGateClosed = 0, kGateOpen = 1, kGateNeverRun = 2;
-}  // namespace
 
 Status Runtime::start_loop() {
   // Whatever happens below (an exception included), the gate ends up open
   // or "never run": the destructor joins a loop that waits at it.
-  struct Gate {
-    std::atomic<int>& gate;
-    int outcome = kGateNeverRun;
-    ~Gate() {
-      gate.store(outcome);
-      gate.notify_all();
-    }
+  struct Settle {
+    LoopGate& gate;
+    bool open = false;
+    ~Settle() { open ? gate.open() : gate.never_run(); }
   } gate{loop_gate_};
   ThreadStartError error;  // this rank's reason, where its loop did not start
   const bool started = try_start_thread(
@@ -34,7 +28,7 @@ Status Runtime::start_loop() {
                                  &short_of);
   if (!s.ok()) return s;  // a peer never answered: nothing collective is safe now
   if (short_of.empty()) {
-    gate.outcome = kGateOpen;
+    gate.open = true;
     return Status::OK();
   }
   // Every rank is here, alive and agreed: the negotiation window can be
@@ -58,12 +52,11 @@ void Runtime::start_data_threads() {
 }
 
 bool Runtime::wait_for_start() {
-  loop_gate_.wait(kGateClosed);
-  if (loop_gate_.load() == kGateOpen) return true;
-  loop_exited_.store(true);
+  if (loop_gate_.wait()) return true;
+  progress_.exited.store(true);
   return false;
 }
 
-bool Runtime::loop_ran() const { return loop_gate_.load() == kGateOpen; }
+bool Runtime::loop_ran() const { return loop_gate_.ran(); }
 
 }  // namespace ringscope

@@ -1,0 +1,43 @@
+// DeviceAdmission: whether a device tensor may be submitted on this rank
+// (a GPU build, the device visible, one device per rank: its NCCL
+// communicator is bound to one), checked at submit on the caller's thread;
+// and the bytes of device allreduces the GPU has finished, which the online
+// tuner counts at the next cycle. The GPU is probed once, at the first
+// device tensor. Thread-safe: a once-flag and two atomics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+#include "ringscope/planning/messages.h"
+#include "ringscope/ringscope.h"
+
+namespace ringscope {
+
+class DeviceAdmission {
+ public:
+  // `probe` finds what this process can do on GPUs (probe_gpu; tests fake it).
+  DeviceAdmission(int rank, std::function<GpuInfo()> probe)
+      : rank_(rank), probe_(std::move(probe)) {}
+
+  // OK, or why `request`'s device tensor cannot run here (kUnimplemented
+  // without a usable GPU, kInvalidArgument for a device not visible or a
+  // second device on this rank).
+  Status admit(const Request& request);
+  int device_in_use() const { return in_use_.load(); }  // -1: none yet
+
+  void count_done(int64_t bytes) { done_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  int64_t take_done() { return done_bytes_.exchange(0, std::memory_order_relaxed); }
+
+ private:
+  const int rank_;
+  const std::function<GpuInfo()> probe_;
+  std::once_flag probed_;
+  GpuInfo info_;  // written once, under probed_
+  std::atomic<int> in_use_{-1};
+  std::atomic<int64_t> done_bytes_{0};
+};
+
+}  // namespace ringscope
