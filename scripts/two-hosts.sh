@@ -10,7 +10,7 @@
 # them. This is how the tests and benches exercise what a run across hosts
 # does (cross_rank/cross_size, message-based algorithms, per-host traces)
 # on one machine. Both hosts share this machine's cores, file system and
-# /dev/shm. See docs/design.md, "Two hosts on one machine".
+# /dev/shm. See docs/contributing.md, "Two hosts on one machine".
 #
 #   scripts/two-hosts.sh N0 N1 [mpirun options] program [args]
 #
