@@ -310,6 +310,48 @@ Status allreduce_async(const std::string& name, DataType dtype, const Shape& sha
       std::move(done), device);
 }
 
+Status grouped_allreduce_async(const std::vector<AllreduceItem>& items, DataType dtype,
+                               ReduceOp op, DoneCallback done, double prescale, double postscale,
+                               Device device) {
+  CurrentRuntime rt;
+  if (!rt) return not_initialized();
+  if (items.empty()) {
+    if (done) done(Status::OK());
+    return Status::OK();
+  }
+  // Every member's completion counts down; the last one reports the first
+  // error (members complete on the loop thread, or the device finalizer's).
+  struct Group {
+    std::mutex mu;
+    size_t remaining;
+    Status first_error;
+    DoneCallback done;
+  };
+  auto group = std::make_shared<Group>();
+  group->remaining = items.size();
+  group->done = std::move(done);
+  std::vector<TensorEntry> entries;
+  entries.reserve(items.size());
+  for (const AllreduceItem& item : items) {
+    TensorEntry e = make_entry(Request{item.name, OpType::kAllreduce, dtype, op, 0, prescale,
+                                       postscale, item.shape},
+                               device);
+    e.input = item.input;
+    e.output = item.output;
+    e.done = [group](const Status& s) {
+      bool last;
+      {
+        std::lock_guard<std::mutex> lock(group->mu);
+        if (!s.ok() && group->first_error.ok()) group->first_error = s;
+        last = --group->remaining == 0;
+      }
+      if (last && group->done) group->done(group->first_error);
+    };
+    entries.push_back(std::move(e));
+  }
+  return rt->submit_batch(std::move(entries));
+}
+
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
                        Device device) {

@@ -198,7 +198,7 @@ void Runtime::shutdown() {
   if (!s.ok()) log(1, "warning: closing the trace: " + s.to_string());
 }
 
-Status Runtime::submit(TensorEntry entry) {
+Status Runtime::admit(TensorEntry& entry) {
   const Request& r = entry.req;
   if (Status s = check_submission(entry, rank(), size()); !s.ok()) return s;
   if (r.on_device())
@@ -207,7 +207,18 @@ Status Runtime::submit(TensorEntry entry) {
   Recorder* rec = trace_.recorder();
   entry.enqueue_ns = rec ? rec->now_ns() : 0;
   entry.stamped_by = rec;
+  return Status::OK();
+}
+
+Status Runtime::submit(TensorEntry entry) {
+  if (Status s = admit(entry); !s.ok()) return s;
   return queue_.push(std::move(entry));
+}
+
+Status Runtime::submit_batch(std::vector<TensorEntry> entries) {
+  for (TensorEntry& entry : entries)
+    if (Status s = admit(entry); !s.ok()) return s;
+  return queue_.push_batch(std::move(entries));
 }
 
 Runtime::Counters Runtime::counters() const {

@@ -81,6 +81,10 @@ class Runtime {
   ~Runtime();
 
   Status submit(TensorEntry entry);
+  // Several entries with one hand-off (a framework's grouped op): every one
+  // is checked as submit() checks it, then all go in, or none (the error of
+  // the first that cannot). Each is still its own op.
+  Status submit_batch(std::vector<TensorEntry> entries);
   // Asks every rank to stop after the current cycle and waits for the
   // background thread. Pending ops complete with kShutdown. From the
   // background thread itself, or from any completion callback (the device
@@ -129,6 +133,8 @@ class Runtime {
  private:
   Runtime(std::unique_ptr<Transport> transport, const Topology& topology, const Options& options,
           std::unique_ptr<SharedMemoryBitwiseAnd> shared_control, const OnlineTunerFactory& tuner);
+  // What submit() checks and stamps on an entry before it is queued.
+  Status admit(TensorEntry& entry);
   // The cycle's control allreduce: through shared memory where every rank
   // is on this node, else through the transport.
   Status agree(std::vector<uint64_t>* words, Deadline deadline, WaitMode mode);

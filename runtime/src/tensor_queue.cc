@@ -61,6 +61,34 @@ Status TensorQueue::push(TensorEntry entry) {
   return Status::OK();
 }
 
+Status TensorQueue::push_batch(std::vector<TensorEntry>&& entries) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return close_reason_;
+    // Checked first: a batch goes in whole or not at all.
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string& name = entries[i].req.name;
+      auto found = names_.find(name);
+      bool twice = false;
+      for (size_t j = 0; j < i && !twice; ++j) twice = entries[j].req.name == name;
+      if (twice || (found != names_.end() && found->second.in_flight))
+        return Status(StatusCode::kDuplicateName,
+                      "tensor '" + name + "' was submitted while an op with the same name is " +
+                          (twice ? "in the same group" : "still in flight") +
+                          "; names must be unique among outstanding ops");
+    }
+    for (TensorEntry& entry : entries) {
+      bool this_wakes = false;
+      Status s = push_locked(std::move(entry), &this_wakes);
+      if (!s.ok()) return s;  // not reached: checked above
+      wake = wake || this_wakes;
+    }
+  }
+  if (wake) cv_.notify_one();  // after the mutex is released (push)
+  return Status::OK();
+}
+
 Status TensorQueue::push_locked(TensorEntry entry, bool* wake) {
   if (closed_) return close_reason_;
   auto found = names_.find(entry.req.name);

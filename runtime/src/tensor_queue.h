@@ -61,6 +61,10 @@ class TensorQueue {
   // reason once the runtime has stopped. entry.enqueued_at is the time of
   // the push (the burst's quiet period counts from it).
   Status push(TensorEntry entry);
+  // Several entries under one lock and with one wake-up (a framework's
+  // grouped op): all of them, or none when one's name is in flight (or
+  // appears twice in the batch), or once closed.
+  Status push_batch(std::vector<TensorEntry>&& entries);
   // Hands every newly submitted entry over in *out, which must be empty:
   // the two vectors are swapped under the lock (no entry is moved), and
   // *out's storage becomes the queue's, so a caller that keeps its vector

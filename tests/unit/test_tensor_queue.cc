@@ -131,3 +131,35 @@ TEST_CASE("a burst larger than expected starts at the expected size", "[queue]")
   take_burst(q, 1, milliseconds(1));
   CHECK(q.expected_burst() == 0);
 }
+
+TEST_CASE("tensor queue: a batch goes in whole or not at all", "[queue]") {
+  TensorQueue q;
+  auto batch = [](std::initializer_list<const char*> names) {
+    std::vector<TensorEntry> entries;
+    for (const char* name : names) {
+      TensorEntry e;
+      e.req.name = name;
+      e.enqueued_at = SteadyClock::now();
+      entries.push_back(std::move(e));
+    }
+    return entries;
+  };
+  REQUIRE(q.push_batch(batch({"a", "b"})).ok());
+  // "b" is in flight: nothing of this batch goes in, "c" included.
+  Status s = q.push_batch(batch({"c", "b"}));
+  CHECK(s.code() == StatusCode::kDuplicateName);
+  CHECK(s.message().find("'b'") != std::string::npos);
+  // A name twice in one batch.
+  s = q.push_batch(batch({"d", "d"}));
+  CHECK(s.code() == StatusCode::kDuplicateName);
+  CHECK(s.message().find("in the same group") != std::string::npos);
+  std::vector<TensorEntry> drained;
+  q.drain(&drained);
+  REQUIRE(drained.size() == 2);
+  CHECK(drained[0].req.name == "a");
+  CHECK(drained[1].req.name == "b");
+  for (const TensorEntry& e : drained) q.finish(e);
+  CHECK(q.push_batch(batch({"c", "b", "d"})).ok());  // free again
+  q.close(Status(StatusCode::kShutdown, "closed"));
+  CHECK(q.push_batch(batch({"e"})).code() == StatusCode::kShutdown);
+}

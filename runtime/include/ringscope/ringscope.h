@@ -124,6 +124,22 @@ Status allreduce_async(const std::string& name, DataType dtype, const Shape& sha
                        const void* input, void* output, ReduceOp op, DoneCallback done,
                        double prescale = 1.0, double postscale = 1.0,
                        Device device = Device::cpu());
+// One tensor of a grouped allreduce.
+struct AllreduceItem {
+  std::string name;
+  Shape shape;
+  const void* input = nullptr;
+  void* output = nullptr;  // may be input (in place)
+};
+// Allreduces several tensors of one dtype handed over together: one
+// hand-off to the background thread for the group, and `done` once, when
+// every one has completed, with the first error any had (OK otherwise).
+// Each is still its own op (negotiated, fused and traced by its name). The
+// group goes in whole or not at all: a refusal at submit (a name in flight,
+// a bad shape) is returned and `done` is not called.
+Status grouped_allreduce_async(const std::vector<AllreduceItem>& items, DataType dtype,
+                               ReduceOp op, DoneCallback done, double prescale = 1.0,
+                               double postscale = 1.0, Device device = Device::cpu());
 // Gathers along dim 0; dim 0 may differ per rank, other dims must agree.
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
