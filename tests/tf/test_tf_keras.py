@@ -196,6 +196,40 @@ def python_tracing_records_variable_names_and_passes_check():
 
 
 @test
+def eager_groups_trace_one_enqueue_per_tensor_under_its_name():
+    # An eager group is one op, its member names registered once (not an
+    # attr per call): each tensor is still its own op in the trace.
+    base = os.path.join(shared_temp_dir("probe.dir"), "eager_group.sqlite")
+    hvd.start_trace(base)
+    vs = [tf.Variable(tf.ones([3]) * i, name=f"group_var{i}") for i in range(5)]
+    for _ in range(3):
+        with tf.GradientTape() as tape:
+            loss = tf.add_n([tf.reduce_sum(v) for v in vs])
+        grads = hvd.DistributedGradientTape(tape).gradient(loss, vs)
+        assert all(float(g[0]) == 1.0 for g in grads), grads
+    hvd.grouped_allreduce([tf.ones([2])] * 4, name="eager.group")
+    hvd.stop_trace()
+    hvd.allreduce(tf.constant(0), name="probe.barrier.group")
+    if R == 0:
+        tool = os.environ.get("RINGSCOPE_TRACE_TOOL", "build/bin/ringscope-trace")
+        out = subprocess.run([tool, "sql", base,
+                              "SELECT s.text, count(*) FROM events e JOIN strings s "
+                              "ON s.id = e.name_id WHERE e.kind = 2 GROUP BY s.text"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        counts = {}
+        for line in out.stdout.splitlines():
+            parts = line.split("|")
+            if len(parts) == 2 and parts[1].strip().isdigit():
+                counts.setdefault(parts[0].strip(), []).append(int(parts[1]))
+        for i in range(5):
+            found = [n for n in counts if n.startswith(f"DistributedGradientTape/{i}/group_var{i}")]
+            assert found and counts[found[0]] == [3] * N, (i, counts)
+        for i in range(4):
+            assert counts.get(f"eager.group/{i}") == [1] * N, counts
+
+
+@test
 def partial_distributed_optimizer_keeps_local_layers_on_their_rank():
     keras.utils.set_random_seed(3)
     shared = keras.layers.Dense(4, activation="tanh", name="shared")

@@ -177,8 +177,8 @@ def inside_tf_function_with_shapes():
 def collectives_in_a_tf_function_are_not_chained():
     # TensorFlow chains stateful ops without resource inputs in program
     # order, so each allreduce would wait for the previous one to complete
-    # and nothing would fuse; the collectives are not stateful (as Horovod's).
-    f = tf.function(lambda xs: hvd.grouped_allreduce(xs, op=hvd.Sum))
+    # and nothing would fuse; the collectives are marked to run independently.
+    f = tf.function(lambda xs: [hvd.allreduce(x, op=hvd.Sum) for x in xs])
     graph = f.get_concrete_function([tf.TensorSpec([4])] * 8).graph
     ops = [o for o in graph.get_operations() if o.type == "RingscopeAllreduce"]
     assert len(ops) == 8, [o.type for o in graph.get_operations()]
@@ -187,7 +187,33 @@ def collectives_in_a_tf_function_are_not_chained():
     outs = f([tf.ones([4]) * (R + i) for i in range(8)])
     for i, out in enumerate(outs):
         assert_close(out.numpy(), np.full(4, sum(r + i for r in range(N))), tf.float32,
-                     f"grouped allreduce {i} in a tf.function")
+                     f"allreduce {i} in a tf.function")
+
+
+@test
+def a_group_is_one_op_per_dtype_eagerly_and_in_tf_function():
+    xs = [tf.ones([4]) * (R + i) for i in range(6)] + [tf.ones([2], tf.int32) * R]
+    f = tf.function(lambda xs: hvd.grouped_allreduce(xs, op=hvd.Sum))
+    graph = f.get_concrete_function([tf.TensorSpec(x.shape, x.dtype) for x in xs]).graph
+    grouped = [o for o in graph.get_operations() if o.type == "RingscopeGroupedAllreduce"]
+    assert sorted(len(o.inputs) for o in grouped) == [1, 6], [o.type for o in graph.get_operations()]
+    for outs in (f(xs), hvd.grouped_allreduce(xs, op=hvd.Sum, name="group/mixed")):
+        for i in range(6):
+            assert_close(outs[i].numpy(), np.full(4, sum(r + i for r in range(N))), tf.float32,
+                         f"grouped member {i}")
+        assert outs[6].dtype == tf.int32 and outs[6].numpy().tolist() == [sum(range(N))] * 2
+    # one dtype eagerly: the grouped op is called directly (no tf.function)
+    ys = hvd.grouped_allreduce(xs[:6], op=hvd.Average, name="group/eager")
+    assert_close(ys[5].numpy(), np.full(4, (N - 1) / 2 + 5), tf.float32, "eager group average")
+    # its gradient: a grouped Sum of the upstream gradients, named after the
+    # members the eager op registered ("group/grad/<i>/grad" on every rank)
+    ws = [tf.Variable(tf.ones([4]) * (R + 1)) for _ in range(3)]
+    with tf.GradientTape() as tape:
+        outs = hvd.grouped_allreduce([w * 1.0 for w in ws], op=hvd.Sum, name="group/grad")
+        loss = tf.add_n([tf.reduce_sum(o * (i + 1)) for i, o in enumerate(outs)])
+    for i, g in enumerate(tape.gradient(loss, ws)):
+        assert_close(g.numpy(), np.full(4, float(N * (i + 1))), tf.float32,
+                     f"gradient of eager group member {i}")
 
 
 @test

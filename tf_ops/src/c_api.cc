@@ -3,8 +3,11 @@
 // own settings, and build facts. Errors come back as a code plus a message
 // copied into the caller's buffer.
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -84,6 +87,65 @@ int ringscope_c_agree(const char* what, const char* value, char* err, int errlen
   }
   return 0;
 }
+// For benchmarks: the C++ runtime's own step, in this process, as a C++
+// program runs it: `tensors` float32 allreduces (Average, in place) of
+// `elements` each, submitted together and waited for with one wake-up, for
+// `steps` steps; writes the median step in microseconds. Collective: every
+// rank calls it with the same arguments (names
+// "bench.cpp/<tensors>x<elements>/<i>").
+int ringscope_c_bench_step(int tensors, long long elements, int steps, double* median_us,
+                           char* err, int errlen) {
+  if (tensors < 1 || elements < 1 || steps < 1 || !median_us)
+    return report(ringscope::Status(ringscope::StatusCode::kInvalidArgument,
+                                    "bench step: tensors, elements and steps must be >= 1"),
+                  err, errlen);
+  std::vector<std::vector<float>> bufs(static_cast<size_t>(tensors),
+                                       std::vector<float>(static_cast<size_t>(elements), 1.0f));
+  struct Latch {
+    std::mutex mu;
+    std::condition_variable cv;
+    int remaining = 0;
+    ringscope::Status first_error;
+  };
+  // Outlives every callback: a callback's notify may run after wait returned.
+  static Latch latch;
+  const std::string prefix =
+      "bench.cpp/" + std::to_string(tensors) + "x" + std::to_string(elements) + "/";
+  std::vector<double> times;
+  for (int step = 0; step < steps; ++step) {
+    {
+      std::lock_guard<std::mutex> lock(latch.mu);
+      latch.remaining = tensors;
+      latch.first_error = ringscope::Status::OK();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < tensors; ++i) {
+      auto arrive = [](const ringscope::Status& s) {
+        bool last;
+        {
+          std::lock_guard<std::mutex> lock(latch.mu);
+          if (!s.ok() && latch.first_error.ok()) latch.first_error = s;
+          last = --latch.remaining == 0;
+        }
+        if (last) latch.cv.notify_one();
+      };
+      ringscope::Status s = ringscope::allreduce_async(
+          prefix + std::to_string(i), ringscope::DataType::kFloat32, {elements},
+          bufs[static_cast<size_t>(i)].data(), bufs[static_cast<size_t>(i)].data(),
+          ringscope::ReduceOp::kAverage, arrive);
+      if (!s.ok()) arrive(s);
+    }
+    std::unique_lock<std::mutex> lock(latch.mu);
+    latch.cv.wait(lock, [] { return latch.remaining == 0; });
+    if (!latch.first_error.ok()) return report(latch.first_error, err, errlen);
+    times.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  *median_us = times[times.size() / 2];
+  return 0;
+}
+
 // 1 when this library was compiled with CUDA and NCCL (works before init).
 int ringscope_c_built_with_cuda() { return ringscope::gpu_info().built_with_cuda ? 1 : 0; }
 

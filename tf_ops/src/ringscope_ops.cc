@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstring>
 #include <locale>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ringscope/ringscope.h"
@@ -151,7 +154,10 @@ class AllreduceOp : public RingscopeKernel {
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
     tf::Tensor* out = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
+    // In place where TensorFlow lets the input's buffer be the output's (no
+    // one else holds it): no copy in, and at one rank no copy at all.
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out),
+                         done);
     ringscope::Status s = ringscope::allreduce_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
         const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
@@ -210,6 +216,88 @@ class ReducescatterOp : public AllreduceOp {
         postscale_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
+};
+
+}  // namespace
+
+// The member names of eager groups, registered once by Python under a key
+// (the op's tensor_name attr): an eager op's attrs are converted and hashed
+// on every call, and a list of 200 names there cost ~430 us a step. A key
+// names one list for the life of the process (Python derives it from the
+// names).
+class GroupNames {
+ public:
+  static GroupNames& get() {
+    static GroupNames* names = new GroupNames;  // outlives every kernel
+    return *names;
+  }
+  void put(const std::string& key, std::vector<std::string> names) {
+    auto list = std::make_shared<const std::vector<std::string>>(std::move(names));
+    std::lock_guard<std::mutex> lock(mu_);
+    by_key_[key] = std::move(list);
+  }
+  std::shared_ptr<const std::vector<std::string>> find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<std::string>>> by_key_;
+};
+
+extern "C" void ringscope_c_register_group(const char* key, const char* const* names, int n) {
+  std::vector<std::string> list;
+  for (int i = 0; i < n; ++i) list.emplace_back(names[i]);
+  GroupNames::get().put(key ? key : "", std::move(list));
+}
+
+namespace {
+
+// N tensors of one dtype allreduced with one hand-off to the runtime and
+// one completion (each still its own op: negotiated, fused and traced by its
+// name). Names: tensor_names; else those registered under tensor_name
+// (ringscope_c_register_group); else "<tensor_name or node name>/<i>".
+class GroupedAllreduceOp : public AllreduceOp {
+ public:
+  explicit GroupedAllreduceOp(tf::OpKernelConstruction* ctx) : AllreduceOp(ctx) {
+    std::vector<std::string> names;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_names", &names));
+    const int n = ctx->num_inputs();
+    OP_REQUIRES(ctx, names.empty() || static_cast<int>(names.size()) == n,
+                tf::errors::InvalidArgument("ringscope grouped allreduce: ", names.size(),
+                                            " tensor_names for ", n, " tensors"));
+    if (names.empty()) {
+      names_ = GroupNames::get().find(tensor_name_);
+      if (names_ && static_cast<int>(names_->size()) == n) return;
+      for (int i = 0; i < n; ++i) names.push_back(tensor_name_ + "/" + std::to_string(i));
+    }
+    names_ = std::make_shared<const std::vector<std::string>>(std::move(names));
+  }
+  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
+    ringscope::DataType dtype;
+    if (!dtype_of(ctx, &dtype, done)) return;
+    const int n = ctx->num_inputs();
+    std::vector<ringscope::AllreduceItem> items(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const tf::Tensor& in = ctx->input(i);
+      tf::Tensor* out = nullptr;
+      OP_REQUIRES_OK_ASYNC(
+          ctx, ctx->forward_input_or_allocate_output({i}, i, in.shape(), &out), done);
+      ringscope::AllreduceItem& item = items[static_cast<size_t>(i)];
+      item.name = (*names_)[static_cast<size_t>(i)];
+      item.shape = to_shape(in.shape());
+      item.input = in.tensor_data().data();
+      item.output = const_cast<char*>(out->tensor_data().data());
+    }
+    ringscope::Status s = ringscope::grouped_allreduce_async(
+        items, dtype, reduce_op_, finish(ctx, done), prescale_, postscale_);
+    if (!s.ok()) fail_now(ctx, s, done);
+  }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> names_;  // one per input
 };
 
 class AllgatherOp : public RingscopeKernel {
@@ -382,6 +470,26 @@ REGISTER_OP("RingscopeAllreduce")
     })
     .Doc("Allreduce of `tensor` across all ranks (reduce_op: 0 Sum, 1 Average, 2 Min, 3 Max).");
 
+REGISTER_OP("RingscopeGroupedAllreduce")
+    .Attr(RINGSCOPE_TYPES)
+    .Attr("N: int >= 1")
+    .Attr("reduce_op: int = 1")
+    .Attr("prescale_factor: string = '1.0'")  // text: a float attr is only 32 bits
+    .Attr("postscale_factor: string = '1.0'")
+    .Attr("tensor_name: string = ''")
+    .Attr("tensor_names: list(string) = []")
+    .Attr("process_set_id: int = 0")
+    .Input("tensors: N * T")
+    .Output("outputs: N * T")
+    .SetIsStateful()
+    .SetShapeFn([](tf::shape_inference::InferenceContext* c) {
+      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
+      return tf::Status();
+    })
+    .Doc(
+        "Allreduce of each of `tensors` across all ranks, handed to the runtime together "
+        "(tensor_names: one per tensor; empty: <node name>/<i>).");
+
 REGISTER_OP("RingscopeAllgather")
     .Attr(RINGSCOPE_TYPES)
     .Attr("tensor_name: string = ''")
@@ -464,6 +572,8 @@ REGISTER_OP("RingscopeBroadcast")
     .Doc("`tensor` of rank `root_rank`, on every rank.");
 
 REGISTER_KERNEL_BUILDER(Name("RingscopeAllreduce").Device(tf::DEVICE_CPU), AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("RingscopeGroupedAllreduce").Device(tf::DEVICE_CPU),
+                        GroupedAllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeReducescatter").Device(tf::DEVICE_CPU), ReducescatterOp);

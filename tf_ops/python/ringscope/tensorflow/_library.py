@@ -38,8 +38,8 @@ _preload_mpi()
 _raw_ops = tf.load_op_library(LIBRARY_PATH)
 c = ctypes.CDLL(LIBRARY_PATH, mode=ctypes.RTLD_GLOBAL)
 
-_COLLECTIVES = ("ringscope_allreduce", "ringscope_allgather", "ringscope_reducescatter",
-                "ringscope_alltoall", "ringscope_broadcast")
+_COLLECTIVES = ("ringscope_allreduce", "ringscope_grouped_allreduce", "ringscope_allgather",
+                "ringscope_reducescatter", "ringscope_alltoall", "ringscope_broadcast")
 # Per graph, by op *name*: an op holds its graph, so a value holding ops
 # would keep every traced graph alive.
 _last_op_named = weakref.WeakKeyDictionary()  # graph -> {tensor name: its last collective}
@@ -61,14 +61,15 @@ def _refuse_inside_xla(kind, name):
             "GPU machines; ringscope's Keras callbacks turn it off) or to tf.function.")
 
 
-def _run_independently(out, name):
+def _run_independently(out, names):
     """In a tf.function: the collectives are stateful (so they always run, on
     every rank, even where a rank does not use the result), and TensorFlow
     would run every stateful op in program order, each allreduce waiting for
     the one before and nothing fused. Marked independent (as TensorFlow's own
-    collectives are), they run as soon as their inputs are ready. Two ops of
-    the same explicit name in one graph still run one after the other: the
-    runtime refuses a name that is already in flight."""
+    collectives are), they run as soon as their inputs are ready. Two ops
+    that share an explicit name (``names``: the op's tensor names) in one
+    graph still run one after the other: the runtime refuses a name that is
+    already in flight."""
     if tf.executing_eagerly():
         return
     op = (out[0] if isinstance(out, (tuple, list)) else out).op
@@ -77,12 +78,14 @@ def _run_independently(out, name):
         return
     manager.run_independently(op)
     _collectives_of.setdefault(op.graph, []).append(op.name)
-    if name:
-        last = _last_op_named.setdefault(op.graph, {})
-        if name in last:
-            op._add_control_input(  # pylint: disable=protected-access
-                op.graph.get_operation_by_name(last[name]))
-        last[name] = op.name
+    last = _last_op_named.setdefault(op.graph, {})
+    before = {last[n] for n in names if n and n in last}
+    for name in before:
+        op._add_control_input(  # pylint: disable=protected-access
+            op.graph.get_operation_by_name(name))
+    for n in names:
+        if n:
+            last[n] = op.name
 
 
 def _collectives_before():
@@ -140,7 +143,8 @@ class _Ops:
                     if key in kwargs:  # the attrs are text: exact doubles (ringscope_ops.cc)
                         kwargs[key] = repr(float(kwargs[key]))
                 out = raw(*args, **kwargs)
-                _run_independently(out, kwargs.get("tensor_name", ""))
+                _run_independently(out, kwargs.get("tensor_names") or
+                                   [kwargs.get("tensor_name", "")])
                 return out
         elif attr == "ringscope_join":
             raw = fn
@@ -163,6 +167,11 @@ c.ringscope_c_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_start_trace.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_stop_trace.argtypes = [ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_agree.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+c.ringscope_c_bench_step.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
+                                     ctypes.POINTER(ctypes.c_double), ctypes.c_char_p, ctypes.c_int]
+c.ringscope_c_register_group.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                                         ctypes.c_int]
+c.ringscope_c_register_group.restype = None
 c.ringscope_c_mark_step.argtypes = [ctypes.c_longlong]
 c.ringscope_c_propose_settings.argtypes = [
     ctypes.c_longlong, ctypes.c_double, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]

@@ -5,6 +5,7 @@ broadcast_variables; how unnamed ops are named so that every rank's k-th
 call meets the others'; and how a group is submitted together eagerly (one
 cached tf.function) so the runtime fuses it."""
 
+import ctypes
 import re
 import threading
 
@@ -169,23 +170,102 @@ def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0):
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       compression=Compression.none, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, name=None, ignore_name_scope=False):
-    """Allreduces a list of tensors; they are submitted together, so the
-    runtime fuses them (eagerly too: see _submit_together). Horovod's
-    arguments; device_dense and device_sparse are accepted (CPU ops)."""
+    """Allreduces a list of tensors, handed to the runtime together (one
+    grouped op per dtype: one hand-off and one completion, eagerly too), so
+    the runtime fuses them. Horovod's arguments; device_dense and
+    device_sparse are accepted (CPU ops)."""
     del device_dense, device_sparse
     tensors = list(tensors)
-    if any(isinstance(t, tf.IndexedSlices) for t in tensors):  # before anything is submitted
-        _check_sparse(_reduce_op(op, average), prescale_factor, postscale_factor)
+    op = _reduce_op(op, average)
+    if any(type(t) is tf.IndexedSlices for t in tensors):  # before anything is submitted
+        _check_sparse(op, prescale_factor, postscale_factor)
     base = _auto_name("grouped_allreduce", name)
+    names = [f"{base}/{i}" if base else "" for i in range(len(tensors))]
+    return reduce_group(tensors, names, op, compression, float(prescale_factor),
+                        float(postscale_factor), ("grouped_allreduce", base))
 
-    def build(ts):
-        return [allreduce(t, average=average, compression=compression, op=op,
-                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                          name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
 
-    key = ("grouped_allreduce", base, average, compression, op, float(prescale_factor),
-           float(postscale_factor))
-    return _submit_together(_together_fns, key, build, tensors)
+def reduce_group(tensors, names, op, compression, pre, post, key):
+    """Allreduces ``tensors`` (named ``names``; "" in a graph: the op's node
+    name) with ``op`` and the scale factors: the dense ones with one grouped
+    op per dtype (after compression), IndexedSlices by allgathers. Eagerly,
+    where that is more than one op, they run in one cached tf.function (so
+    the runtime sees them together); ``key`` names that function's cache
+    entry. Returns the results in the order given."""
+    if compression is Compression.none and tensors and tf.executing_eagerly() and not any(
+            type(t) is tf.IndexedSlices for t in tensors):
+        try:  # one dtype (TensorFlow checks it): no per-tensor work in Python
+            return list(_grouped_op(tensors, names, op, pre, post))
+        except (TypeError, tf.errors.InvalidArgumentError):
+            # Several dtypes, refused before anything was submitted (so is
+            # any other InvalidArgument of a grouped allreduce: the group
+            # goes in whole or not at all): one op per dtype, below.
+            pass
+    dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
+    by_dtype = {}
+    for i in dense:
+        by_dtype.setdefault(tf.as_dtype(tensors[i].dtype), []).append(i)
+    if tf.executing_eagerly() and (len(by_dtype) > 1 or len(dense) < len(tensors)):
+        full_key = key + (tuple(names), op, compression, pre, post)
+        return _submit_together(
+            _together_fns, full_key,
+            lambda ts: _reduce_group_ops(ts, names, op, compression, pre, post), tensors)
+    return _reduce_group_ops(tensors, names, op, compression, pre, post)
+
+
+def _reduce_group_ops(tensors, names, op, compression, pre, post):
+    out = [None] * len(tensors)
+    groups = {}
+    contexts = {}
+    for i, t in enumerate(tensors):
+        if isinstance(t, tf.IndexedSlices):
+            out[i] = _sparse_allreduce(t, op, names[i], pre, post)
+            continue
+        compressed, contexts[i] = compression.compress(tf.convert_to_tensor(t))
+        groups.setdefault(compressed.dtype, []).append((i, compressed))
+    for members in groups.values():
+        index = [i for i, _ in members]
+        reduced = _grouped_op([c for _, c in members], [names[i] for i in index], op, pre, post)
+        for i, r in zip(index, reduced):
+            out[i] = compression.decompress(r, contexts[i])
+    return out
+
+
+_group_keys = {}  # eager groups: member names -> the key they are registered under
+_group_names = {}  # and back: key -> member names (a group's gradient names its members)
+
+
+def _grouped_op(tensors, names, op, pre, post):
+    """One grouped allreduce op. Eagerly the member names are registered once
+    under a key (an op's attrs are converted on every eager call: a list of
+    200 names cost ~430 us a step); in a graph they are the op's attr."""
+    if not all(names):  # a graph's unnamed group: "<node name>/<i>"
+        return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
+                                                postscale_factor=post)
+    if not tf.executing_eagerly():
+        return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
+                                                postscale_factor=post, tensor_names=names)
+    names = tuple(names)
+    key = _group_keys.get(names)
+    if key is None:
+        key = _group_keys[names] = _register_group(names)
+        _group_names[key] = names
+    return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
+                                            postscale_factor=post, tensor_name=key)
+
+
+def group_member_names(key):
+    """The member names an eager group registered under ``key`` (or None)."""
+    return _group_names.get(key)
+
+
+def _register_group(names):
+    from ringscope.tensorflow._library import c
+
+    key = f"ringscope.group/{len(_group_keys)}:{names[0]}"
+    array = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+    c.ringscope_c_register_group(key.encode(), array, len(names))
+    return key
 
 
 def _as_bytes(tensor):

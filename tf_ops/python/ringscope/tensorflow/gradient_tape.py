@@ -5,6 +5,7 @@ local_layers); and the gradient reduction it shares with
 DistributedOptimizer (Horovod's arguments)."""
 
 import re
+import weakref
 
 import tensorflow as tf
 
@@ -19,6 +20,30 @@ def _variable_label(var, index):
     path = getattr(var, "path", None) or getattr(var, "name", None) or "var"
     label = "/".join(_counter_free(part) for part in path.split("/")[-2:])
     return f"{index}/{label}:{shape_tag(getattr(var, 'shape', None))}"
+
+
+_labels = {}  # (prefix, variable ids) -> (weak references, names); at most _LABELS_KEPT
+_LABELS_KEPT = 64
+
+
+def _gradient_names(prefix, variables):
+    """f"{prefix}/{_variable_label(v, i)}" for every variable, computed once
+    per list of variables (an eager loop asks every step; 200 labels cost
+    ~2 ms there). The cache holds weak references, so an id reused by a new
+    variable is never taken for the old one."""
+    key = (prefix, tuple(map(id, variables)))
+    hit = _labels.get(key)
+    if hit is not None and all(ref() is v for ref, v in zip(hit[0], variables)):
+        return hit[1]
+    names = [f"{prefix}/{_variable_label(v, i)}" for i, v in enumerate(variables)]
+    try:
+        refs = [weakref.ref(v) for v in variables]
+    except TypeError:  # not weakly referable: not cached
+        return names
+    if len(_labels) >= _LABELS_KEPT:
+        del _labels[next(iter(_labels))]
+    _labels[key] = (refs, names)
+    return names
 
 
 def shape_tag(shape):
@@ -69,39 +94,28 @@ class GradientReduction:
         self.scales = (float(prescale_factor), float(postscale_factor))
 
     def reduce(self, grads, variables, prefix):
-        """The allreduced gradients (None stays None), submitted together:
-        in a tf.function by TensorFlow, eagerly through one tf.function of
-        all of them, so the runtime fuses them either way."""
-        from ringscope.tensorflow.collectives import (_check_sparse, _sparse_allreduce,
-                                                      _submit_together, _together_fns,
-                                                      allreduce)
+        """The allreduced gradients (None stays None), handed to the runtime
+        together: one grouped op per dtype (IndexedSlices allgathered), in a
+        tf.function and eagerly, so the runtime fuses them either way."""
+        from ringscope.tensorflow.collectives import _check_sparse, reduce_group
 
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size
-        present = [(g, f"{prefix}/{_variable_label(v, i)}")
-                   for i, (g, v) in enumerate(zip(grads, variables)) if g is not None]
-        names = tuple(n for _, n in present)
-
-        def build(gs):
-            out = []
-            for g, name in zip(gs, names):
-                if self.sparse_as_dense and isinstance(g, tf.IndexedSlices):
+        present = [(g, n) for g, n in zip(grads, _gradient_names(prefix, variables))
+                   if g is not None]
+        tensors = []
+        for g, _ in present:
+            if isinstance(g, tf.IndexedSlices):
+                if self.sparse_as_dense:
                     g = tf.convert_to_tensor(g)
-                if isinstance(g, tf.IndexedSlices):  # the factors scale the gathered values
+                else:  # the factors scale the gathered values
                     _check_sparse(self.op, 1.0, 1.0)
-                    out.append(_sparse_allreduce(g, self.op, name, pre, post))
-                else:
-                    out.append(allreduce(g, op=self.op, compression=self.compression,
-                                         prescale_factor=pre, postscale_factor=post, name=name))
-            return out
-
-        # Shared by every tape of the same configuration: an eager loop makes
-        # a new DistributedGradientTape each step, and its first step's
-        # tf.function serves every later one.
-        key = ("reduce", names, self.op, self.compression, self.sparse_as_dense, pre, post)
-        reduced = iter(_submit_together(_together_fns, key, build, [g for g, _ in present]))
+            tensors.append(g)
+        # Keyed by configuration: an eager loop makes a new tape each step,
+        # and the first step's function (where one is needed) serves the rest.
+        reduced = iter(reduce_group(tensors, [n for _, n in present], self.op, self.compression,
+                                    pre, post, ("reduce", self.sparse_as_dense)))
         return [None if g is None else next(reduced) for g in grads]
-
 
     def reduce_with_local(self, grads, variables, prefix, local_ids, scale_local):
         """reduce() for the variables not in ``local_ids`` (their id()); the

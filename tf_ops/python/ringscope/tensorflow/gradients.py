@@ -113,6 +113,29 @@ def _allreduce_grad(op, grad):
     return summed * _extreme_mask(op, op.outputs[0], op.inputs[0])
 
 
+@tf.RegisterGradient("RingscopeGroupedAllreduce")
+def _grouped_allreduce_grad(op, *grads):
+    """Each member's gradient as the allreduce's (above), the group's Sum
+    and Average as one grouped op again."""
+    reduce_op = op.get_attr("reduce_op")
+    pre, post = _reduce_factors(op)
+    names = [n.decode() if isinstance(n, bytes) else n for n in op.get_attr("tensor_names")]
+    if not names:  # an eager group's names are registered under its key
+        from ringscope.tensorflow.collectives import group_member_names
+
+        key = op.get_attr("tensor_name")
+        names = list(group_member_names(key.decode() if isinstance(key, bytes) else key) or [])
+    grads = [tf.zeros_like(out) if g is None else g for g, out in zip(grads, op.outputs)]
+    if reduce_op in (_SUM, _AVERAGE) or _horovod():
+        return _ops.ringscope_grouped_allreduce(
+            grads, reduce_op=reduce_op, prescale_factor=pre, postscale_factor=post,
+            tensor_names=[f"{n}/grad" for n in names])
+    summed = _ops.ringscope_grouped_allreduce(
+        grads, reduce_op=_SUM, tensor_names=[f"{n}/grad" for n in names])
+    return [s * _extreme_mask(op, out, x)
+            for s, out, x in zip(summed, op.outputs, op.inputs)]
+
+
 @tf.RegisterGradient("RingscopeAllgather")
 def _allgather_grad(op, grad):
     reduced = _ops.ringscope_allreduce(grad, reduce_op=_AVERAGE if _horovod() else _SUM,
