@@ -302,6 +302,28 @@ def tf_synthetic():
     return ["| np | tracing | result |", "|---|---|---|"] + [f"| {n} | {t} | {line} |" for n, t, line in rows]
 
 
+@block("tf_resnet50")
+def tf_resnet50():
+    """ResNet-50 at np=2, tracing off and on, launches interleaved."""
+    rows, ratios = [], []
+    for i in (1, 2, 3):
+        rate = {}
+        for traced in ("off", "on"):
+            p = results / f"tf_resnet50_np2_trace_{traced}_{i}.txt"
+            if not p.exists():
+                raise Missing(p.name)
+            for line in p.read_text().splitlines():
+                if "images/s per rank" in line:
+                    rate[traced] = float(line.split("total:")[1].split()[0])
+        if len(rate) != 2:
+            raise Missing(f"tf_resnet50_np2 pair {i}: no images/s line")
+        ratios.append(rate["on"] / rate["off"])
+        rows.append(f"| {i} | {rate['off']:.1f} | {rate['on']:.1f} | {ratios[-1]:.3f} |")
+    ratios.sort()
+    return (["| pair | images/s, tracing off | tracing on | on / off |", "|---|---|---|---|"] + rows +
+            [f"| median | | | {ratios[1]:.3f} |"])
+
+
 @block("tf_collectives")
 def tf_collectives():
     d = need("tf_collectives_np2.json")
@@ -314,6 +336,94 @@ def tf_collectives():
             f"{d['eager_named_growth_mb']:.1f} / {d['eager_unnamed_growth_mb']:.1f} MB | "
             f"{d['group_one_by_one_us']:.0f} µs | {d['group_eager_grouped_us']:.0f} µs | "
             f"{d['group_tf_function_us']:.0f} µs |"]
+
+
+@block("tf_path")
+def tf_path():
+    runs = {n: need(f"tf_path_np{n}.json") for n in (1, 2)}
+    first = runs[1]["new"]
+
+    def cell(d, key):
+        v = d.get(key) if d else None
+        return "—" if v is None else f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} µs"
+
+    def per_tensor(d, key):
+        v = d.get(key.replace("_us", "_overhead_per_tensor_us")) if d else None
+        return "" if v is None else f" (+{v:.1f} µs/tensor)"
+
+    n, kib = first["tensors"], first["tensor_bytes"] // 1024
+    rows = [
+        (f"C++ runtime, step of {n} × {kib} KiB", "cpp_step_us", "", ""),
+        ("eager `grouped_allreduce`", "grouped_eager_us", "≤ 0.6 ms", "≤ 1.0 ms"),
+        (f"{n} `allreduce` in one `tf.function`", "function_ops_us", "≤ 0.6 ms", "≤ 1.0 ms"),
+        (f"TF floor: {n} negatives in one `tf.function`", "tf_floor_function_us", "", ""),
+        ("`DistributedGradientTape`, eager (allreduce part)", "tape_allreduce_eager_us",
+         "≤ 0.6 ms", "≤ 1.0 ms"),
+        ("`DistributedGradientTape`, `tf.function` (allreduce part)",
+         "tape_allreduce_function_us", "≤ 0.6 ms", "≤ 1.0 ms"),
+        ("one 4 KiB `allreduce`, eager", "eager_one_4k_us", "≤ 20 µs", ""),
+        ("C++ runtime, one 4 KiB allreduce", "cpp_one_4k_us", "", ""),
+        ("TF floor: one eager op on 4 KiB", "tf_floor_eager_op_us", "", ""),
+    ]
+    launches = runs[1]["launches"]
+    out = [f"Medians of {launches} interleaved launches, each the median of "
+           f"{runs[1]['steps']} steps of the slowest rank; \"before\" is the op library "
+           "and Python package without the grouped op (same machine, same launches).", "",
+           "| path | np=1 | np=1 before | np=2 | np=2 before | goal np=1 / np=2 |",
+           "|---|---|---|---|---|---|"]
+    for label, key, g1, g2 in rows:
+        goal = f"{g1} / {g2}" if g2 else g1
+        out.append(f"| {label} | {cell(runs[1]['new'], key)}{per_tensor(runs[1]['new'], key)} | "
+                   f"{cell(runs[1].get('old'), key)} | "
+                   f"{cell(runs[2]['new'], key)}{per_tensor(runs[2]['new'], key)} | "
+                   f"{cell(runs[2].get('old'), key)} | {goal} |")
+    return out
+
+
+@block("tf_path_breakdown")
+def tf_path_breakdown():
+    runs = {n: need(f"tf_path_np{n}.json")["new"] for n in (1, 2)}
+
+    def diff(d, a, b=None, c=None):
+        if any(k and d.get(k) is None for k in (a, b, c)):
+            return None
+        return d[a] - (d[b] if b else 0) - (d[c] if c else 0)
+
+    n = runs[1]["tensors"]
+    parts = [
+        ("one 4 KiB allreduce, eager", None),
+        ("ringscope's Python (`hvd.allreduce` less the op called alone)",
+         lambda d: diff(d, "eager_one_4k_us", "raw_op_one_4k_us")),
+        ("TensorFlow's eager dispatch of a trivial op (floor)",
+         lambda d: d["tf_floor_eager_op_us"]),
+        ("TensorFlow's async-op extra: the op alone less the runtime's op and the floor",
+         lambda d: diff(d, "raw_op_one_4k_us", "cpp_one_4k_us", "tf_floor_eager_op_us")),
+        ("the runtime: submit, hand-off, wake-up, cycle, completion (C++ one op)",
+         lambda d: d["cpp_one_4k_us"]),
+        (f"{n} × 16 KiB, eager `grouped_allreduce`", None),
+        ("ringscope's Python (`grouped_allreduce` less the grouped op alone)",
+         lambda d: diff(d, "grouped_eager_us", "raw_grouped_us")),
+        (f"TensorFlow and the kernel: the grouped op alone less the C++ step "
+         f"({n} inputs and outputs)",
+         lambda d: diff(d, "raw_grouped_us", "cpp_step_us")),
+        ("the runtime's step (C++, the tensors submitted together)",
+         lambda d: d["cpp_step_us"]),
+        (f"{n} `allreduce` in one `tf.function`", None),
+        (f"TensorFlow's floor: {n} trivial ops in one `tf.function`",
+         lambda d: d["tf_floor_function_us"]),
+        ("ours over that floor", lambda d: diff(d, "function_ops_us", "tf_floor_function_us")),
+    ]
+
+    def cell(v):
+        return "" if v is None else f"{v:.0f} µs"
+
+    out = ["| where the time goes | np=1 | np=2 |", "|---|---|---|"]
+    for label, fn in parts:
+        if fn is None:
+            out.append(f"| **{label}** | | |")
+        else:
+            out.append(f"| {label} | {cell(fn(runs[1]))} | {cell(fn(runs[2]))} |")
+    return out
 
 
 # ------------------------------------------------------------------- viewer
