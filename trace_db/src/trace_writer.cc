@@ -97,6 +97,11 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
       {"layout", "per-rank"}};
   for (const auto& [key, value] : meta)
     if (key != "schema_version") all[key] = value;
+  // A caller's start (a flight recorder's dump: its events' clock began
+  // then) is the ranks row's too.
+  int64_t rank_start_utc = start_utc;
+  if (auto it = meta.find("start_utc_ns"); it != meta.end())
+    rank_start_utc = std::strtoll(it->second.c_str(), nullptr, 10);
   if (Status s = schema::put_meta(db.get(), all); !s.ok()) return s;
   sql::Stmt add_rank;
   if (Status s = add_rank.prepare(
@@ -106,7 +111,7 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   add_rank.bind(1, rank);
   add_rank.bind_text(2, host);
   add_rank.bind(3, getpid());
-  add_rank.bind(4, start_utc);
+  add_rank.bind(4, rank_start_utc);
   if (Status s = add_rank.run(); !s.ok()) return s;
   // One row, and kRowsPerInsert rows per statement (fewer VM runs per event).
   const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
