@@ -117,6 +117,7 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   app.formatter(std::make_shared<LauncherFormatter>());
   app.prefix_command();  // the first word that is not one of ours starts the command
 
+  std::string flight_mb, flight_dir;
   std::string np, hosts, hostfile, trace, trace_max_mb, settings, fusion_mb, cycle_ms, capacity,
       log_level, mpi_args;
   app.add_option("--np", np, "number of ranks, >= 1 (required; -np N also works)")->type_name("N");
@@ -132,6 +133,14 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
                  "stops tracing and the run goes on; 0 = no cap (RINGSCOPE_TRACE_MAX_MB, "
                  "default 256)")
       ->type_name("MB");
+  app.add_option("--flight-recorder", flight_mb,
+                 "memory of each rank's flight recorder in MiB (its recent events, dumped on a "
+                 "stall, a failure or SIGUSR1); 0 = off (RINGSCOPE_FLIGHT_RECORDER, default 16)")
+      ->type_name("MB");
+  app.add_option("--flight-recorder-dir", flight_dir,
+                 "where flight recorder dumps go (RINGSCOPE_FLIGHT_RECORDER_DIR; default: the "
+                 "trace's folder, else ./ringscope-flight)")
+      ->type_name("DIR");
   app.add_option("--settings", settings,
                  "settings file (docs/settings-file.md); default: $RINGSCOPE_SETTINGS")
       ->type_name("FILE");
@@ -219,6 +228,8 @@ CliOutcome parse_launch_command_line(const std::vector<std::string>& args, Launc
   set("--hostfile", hostfile, &o.hostfile);
   set("--trace", trace, &o.trace_path);
   set("--trace-max-mb", trace_max_mb, &o.trace_max_mb);
+  set("--flight-recorder", flight_mb, &o.flight_recorder_mb);
+  set("--flight-recorder-dir", flight_dir, &o.flight_recorder_dir);
   set("--settings", settings, &o.settings_path);
   set("--fusion-threshold-mb", fusion_mb, &o.fusion_threshold_mb);
   set("--cycle-time-ms", cycle_ms, &o.cycle_time_ms);

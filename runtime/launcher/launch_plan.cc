@@ -267,6 +267,23 @@ Status rank_assignments(const LaunchOptions& options, const EnvMap& env,
     if (!s.ok()) return s;
     assign(&out, "RINGSCOPE_TRACE_MAX_MB", std::to_string(mib));
   }
+  if (options.flight_recorder_mb) {
+    int64_t mib = 0;
+    s = parse_flag_int("--flight-recorder", *options.flight_recorder_mb, 0, int64_t{1} << 16,
+                       &mib);
+    if (!s.ok()) return s;
+    assign(&out, "RINGSCOPE_FLIGHT_RECORDER", std::to_string(mib));
+  }
+  if (options.flight_recorder_dir) {
+    std::error_code ec;
+    const std::filesystem::path full =
+        std::filesystem::absolute(*options.flight_recorder_dir, ec);
+    if (ec || options.flight_recorder_dir->empty())
+      return Status(StatusCode::kInvalidArgument,
+                    "--flight-recorder-dir '" + *options.flight_recorder_dir +
+                        "': cannot make it absolute" + (ec ? " (" + ec.message() + ")" : ""));
+    assign(&out, "RINGSCOPE_FLIGHT_RECORDER_DIR", full.string());
+  }
   if (options.disable_cache) {
     if (options.cache_capacity)
       return Status(StatusCode::kInvalidArgument,

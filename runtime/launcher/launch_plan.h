@@ -23,6 +23,8 @@ struct LaunchOptions {
   std::optional<std::string> hostfile;  // --hostfile FILE
   std::optional<std::string> trace_path;
   std::optional<std::string> trace_max_mb;  // --trace-max-mb: each file's size cap
+  std::optional<std::string> flight_recorder_mb;   // --flight-recorder MB (0: off)
+  std::optional<std::string> flight_recorder_dir;  // --flight-recorder-dir DIR
   std::optional<std::string> settings_path;
   std::optional<std::string> fusion_threshold_mb;
   std::optional<std::string> cycle_time_ms;

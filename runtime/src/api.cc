@@ -233,6 +233,10 @@ void shutdown() {
   while (p.users.load() > 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   const bool leaked = p.users.load() > 0;
+  // A peer stopped answering or left: MPI_Finalize would wait for it
+  // forever, and the job must release its machines.
+  const bool abort_job = runtime->peers_lost() && runtime->abort_on_failure();
+  const int rank_here = runtime->topology().rank;
   {
     std::lock_guard<std::mutex> lock(p.mu);
     p.stopping = nullptr;  // before the runtime goes: a waiter may look at it
@@ -251,6 +255,15 @@ void shutdown() {
     MPI_Finalized(&finalized);
     // Not when MPI is already being finalised (shutdown() called from the
     // MPI_COMM_SELF hook inside someone else's MPI_Finalize).
+    if (!finalized && abort_job) {
+      std::fprintf(stderr,
+                   "[ringscope rank %d] a peer was lost (an op timeout or a peer failure): "
+                   "ending the job with MPI_Abort instead of waiting for it in MPI_Finalize "
+                   "(RINGSCOPE_ABORT_ON_FAILURE=0 finalizes instead)\n",
+                   rank_here);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (!finalized && !p.finalizing_mpi.exchange(true)) MPI_Finalize();
     p.we_initialized_mpi = false;
   }
@@ -513,6 +526,12 @@ Status refuse_on_runtime_thread(const CurrentRuntime& rt, const char* call) {
                     " from a completion callback would stall the background loop it waits "
                     "for: call it from the application's own thread",
                 rt->topology().rank);
+}
+
+Status dump_flight_recorder(const std::string& path, std::string* written) {
+  CurrentRuntime rt;
+  if (!rt) return not_initialized();
+  return rt->dump_flight_recorder(path, written);
 }
 
 Status start_trace(const std::string& base_path) {

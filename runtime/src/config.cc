@@ -91,7 +91,8 @@ constexpr const char* kKnownVariables[] = {
     "RINGSCOPE_STALL_CHECK_SECONDS", "RINGSCOPE_STALL_SHUTDOWN_SECONDS",
     "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_CPU_ALLREDUCE", "RINGSCOPE_SHARED_MEMORY",
     "RINGSCOPE_DATA_THREADS", "RINGSCOPE_HIERARCHICAL_ALLREDUCE", "RINGSCOPE_LOG_LEVEL",
-    "RINGSCOPE_TRACE", "RINGSCOPE_TRACE_MAX_MB", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
+    "RINGSCOPE_TRACE", "RINGSCOPE_TRACE_MAX_MB", "RINGSCOPE_FLIGHT_RECORDER",
+    "RINGSCOPE_FLIGHT_RECORDER_DIR", "RINGSCOPE_ABORT_ON_FAILURE", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
     "RINGSCOPE_AUTOTUNE_WINDOW_MS", "RINGSCOPE_AUTOTUNE_WARMUP_WINDOWS",
     "RINGSCOPE_AUTOTUNE_WINDOWS_PER_TRIAL", "RINGSCOPE_AUTOTUNE_MAX_TRIALS",
     // launcher, Python, viewer
@@ -301,6 +302,19 @@ Status options_from_env(const EnvLookup& env, Options* out) {
     s = parse_int("RINGSCOPE_TRACE_MAX_MB", *v, 0, int64_t{1} << 24, &mib);  // up to 16 TiB
     if (!s.ok()) return s;
     o.trace_max_bytes = mib << 20;
+  }
+  if (auto v = env("RINGSCOPE_FLIGHT_RECORDER")) {
+    int64_t mib = 0;
+    s = parse_int("RINGSCOPE_FLIGHT_RECORDER", *v, 0, int64_t{1} << 16, &mib);  // up to 64 GiB
+    if (!s.ok()) return s;
+    o.flight_recorder_bytes = mib << 20;
+  }
+  if (auto v = env("RINGSCOPE_FLIGHT_RECORDER_DIR")) o.flight_recorder_dir = *v;
+  if (auto v = env("RINGSCOPE_ABORT_ON_FAILURE")) {
+    int64_t on = 1;
+    s = parse_int("RINGSCOPE_ABORT_ON_FAILURE", *v, 0, 1, &on);
+    if (!s.ok()) return s;
+    o.abort_on_failure = on != 0;
   }
   s = autotune_options_from_env(env, &o.autotune);
   if (!s.ok()) return s;

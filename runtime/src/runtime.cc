@@ -45,7 +45,8 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       join_(topology.rank),
       trace_(TraceControl::Setup{transport_.get(), topology, options.op_timeout_seconds,
                                  options.trace_max_bytes,
-                                 [this] { return executor_.device_used(); }},
+                                 [this] { return executor_.device_used(); },
+                                 options.flight_recorder_bytes},
              progress_),
       devices_(topology.rank, probe_gpu) {
   start_data_threads();
@@ -169,6 +170,7 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   std::unique_ptr<Runtime> rt(
       new Runtime(std::move(transport), agreed_topology, options, std::move(shared_control),
                   tuner));
+  if (Status flight = rt->start_flight_recorder(); !flight.ok()) return flight;
   if (Status started = rt->start_loop(); !started.ok()) return started;
   *out = std::move(rt);
   return Status::OK();
@@ -255,7 +257,12 @@ void Runtime::loop() {
     if (!s.ok()) {
       log(1, "error: " + s.to_string());
       final_status = s;
+      failure_code_.store(static_cast<int>(s.code()));
+      failed_peer_.store(s.peer());
       loop_failed_.store(true);
+      // Before the ops fail: the dump then holds them as pending, and it
+      // exists by the time the program sees the error.
+      dump_flight(flight_reason(s), s.to_string(), /*once=*/false, shutdown_wait_seconds());
       break;
     }
     progress_.cycles_done.fetch_add(1);

@@ -23,12 +23,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "control_vector.h"
 #include "device_admission.h"
 #include "doorbell.h"
+#include "flight_dumper.h"
 #include "join_control.h"
 #include "loop_gate.h"
 #include "pending_table.h"
@@ -69,6 +72,9 @@ class CallbackScope {
 // shutdown (its folder is created, like mkdir -p), or "" when it can or none
 // is asked for; warns when a path is given with autotuning off.
 std::string autotune_output_problem(const Options& options);
+
+// The word a dump's file name and meta give for the failure `s` (runtime_flight.cc).
+const char* flight_reason(const Status& s);
 
 class Runtime {
  public:
@@ -117,6 +123,20 @@ class Runtime {
   // A user STEP mark (e.g. one per optimizer step) in the trace.
   void mark_step(int64_t step);
 
+  // The flight recorder (docs/flight-recorder.md): this rank's recent
+  // events, always kept (null where RINGSCOPE_FLIGHT_RECORDER=0). A dump
+  // writes them to `path` (empty: the next file in the dump directory) and
+  // waits for the file; *written gets its path. Needs no other rank.
+  FlightRecorder* flight_recorder() const { return trace_.flight(); }
+  // The loop ended because a peer stopped answering or left (an op timeout,
+  // a peer failure): a collective MPI_Finalize would wait for it forever.
+  bool abort_on_failure() const { return options_.abort_on_failure; }
+  bool peers_lost() const {
+    const auto code = static_cast<StatusCode>(failure_code_.load());
+    return code == StatusCode::kTimeout || code == StatusCode::kPeerFailure;
+  }
+  Status dump_flight_recorder(const std::string& path, std::string* written);
+
   // Low level: record into any Recorder (tests). It must outlive the runtime.
   void set_recorder(Recorder* recorder) { trace_.set_recorder(recorder); }
   Recorder* recorder() const { return trace_.recorder(); }
@@ -142,6 +162,15 @@ class Runtime {
   // started; the loop waits for that (wait_for_start: false when some rank's
   // did not, and then no loop runs a cycle). runtime_start.cc.
   Status start_loop();
+  // Collective, before the loop starts: rank 0's run id and this rank's
+  // clock offset for the flight recorder's dumps, the dump thread and its
+  // SIGUSR1 handler (runtime_flight.cc).
+  Status start_flight_recorder();
+  // What a dump records of the runtime's state (ops in flight, settings).
+  std::map<std::string, std::string> flight_state();
+  // A dump for a reason of the loop's; `wait_seconds` as FlightDumper::dump.
+  void dump_flight(const std::string& reason, const std::string& detail, bool once,
+                   double wait_seconds);
   bool wait_for_start();
   bool loop_ran() const;      // false until the gate opened, and where it never did
   void start_data_threads();  // the executor's; logs how many could not start
@@ -280,7 +309,12 @@ class Runtime {
 
   LoopProgress progress_;  // cycles done, loop ended (what stop_trace waits on)
   TraceControl trace_;     // the trace this rank records into (runtime_trace.cc)
+  // Writes the flight recorder out (runtime_flight.cc); after trace_, which
+  // owns the recorder, so it goes first. Set before the loop starts.
+  std::unique_ptr<FlightDumper> dumper_;
   std::atomic<bool> loop_failed_{false};  // the loop ended on an error (the group broke)
+  std::atomic<int> failure_code_{0};      // its StatusCode
+  std::atomic<int> failed_peer_{-1};      // the peer it names, -1: none
   void stop_trace_at_size_cap(TraceWriter* writer, bool measure_end_offset);
   void record_settings_snapshot();
 

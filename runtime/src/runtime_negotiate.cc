@@ -89,6 +89,9 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
     }
     if (topo_.rank == 0) log(1, "warning: " + decided.stall_warning);
     record_instant(EventKind::kStall, intern(decided.stall_warning), 0);
+    // Every rank dumps its recent past at the first warning: the job may
+    // hang from here on, and be killed.
+    dump_flight("stall", decided.stall_warning, /*once=*/true, 0);
   }
   if (decided.abort)
     return Status(StatusCode::kStalled,

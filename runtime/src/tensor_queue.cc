@@ -103,6 +103,8 @@ Status TensorQueue::push_locked(TensorEntry entry, bool* wake) {
                       "' was submitted while an op with the same name is still in flight; "
                       "names must be unique among outstanding ops");
   record.in_flight = true;
+  record.op = entry.req.op;
+  record.submitted_at = entry.enqueued_at;
   ++in_flight_;
   entry.name_record = &record;
   const bool first = incoming_.empty();
@@ -138,6 +140,16 @@ void TensorQueue::release(NameRecord* record) {
   if (!record || !record->in_flight) return;
   record->in_flight = false;
   --in_flight_;
+}
+
+std::vector<TensorQueue::InFlight> TensorQueue::in_flight() {
+  std::vector<InFlight> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, record] : names_)
+    if (record.in_flight) out.push_back({name, record.op, record.submitted_at});
+  std::sort(out.begin(), out.end(),
+            [](const InFlight& a, const InFlight& b) { return a.submitted_at < b.submitted_at; });
+  return out;
 }
 
 size_t TensorQueue::names_recorded() {

@@ -21,6 +21,8 @@ namespace ringscope {
 // (no allocation, no hashing).
 struct NameRecord {
   bool in_flight = false;
+  OpType op = OpType::kAllreduce;  // of the op in flight (or the last one)
+  SteadyClock::time_point submitted_at{};
 };
 
 // One submitted op, with its buffers and callback.
@@ -65,6 +67,14 @@ class TensorQueue {
   // grouped op): all of them, or none when one's name is in flight (or
   // appears twice in the batch), or once closed.
   Status push_batch(std::vector<TensorEntry>&& entries);
+  // The ops in flight now (submitted, not completed), from any thread: what
+  // a flight recorder dump lists.
+  struct InFlight {
+    std::string name;
+    OpType op;
+    SteadyClock::time_point submitted_at;
+  };
+  std::vector<InFlight> in_flight();
   // Hands every newly submitted entry over in *out, which must be empty:
   // the two vectors are swapped under the lock (no entry is moved), and
   // *out's storage becomes the queue's, so a caller that keeps its vector

@@ -16,7 +16,13 @@
 namespace ringscope {
 
 TraceControl::TraceControl(const Setup& setup, const LoopProgress& loop)
-    : setup_(setup), loop_(loop) {}
+    : setup_(setup),
+      loop_(loop),
+      flight_(setup.flight_recorder_bytes > 0
+                  ? std::make_unique<FlightRecorder>(
+                        static_cast<size_t>(setup.flight_recorder_bytes))
+                  : nullptr),
+      recorder_(flight_.get()) {}
 
 Status TraceControl::start(const std::string& base_path, std::map<std::string, std::string> meta,
                            bool shutting_down) {
@@ -90,12 +96,18 @@ Status TraceControl::start(const std::string& base_path, std::map<std::string, s
   }
   writer->set_clock_offset_start(offset.offset_ns, offset.rtt_ns);
   trace_ = std::move(writer);
+  Recorder* own = trace_.get();
+  if (flight_) {
+    tees_.push_back(std::make_unique<RecorderTee>(flight_.get(), trace_.get()));
+    own = tees_.back().get();
+  }
   // The settings in force are recorded by the loop at its next cycle start:
   // only it changes them, so none is lost between a snapshot taken here and
   // a change it records meanwhile.
-  snapshot_for_.store(trace_.get());
+  snapshot_for_.store(own);
   open_.store(trace_.get());
-  recorder_.store(trace_.get());
+  own_recorder_.store(own);
+  recorder_.store(own);
   return Status::OK();
 }
 
@@ -103,7 +115,7 @@ TraceControl::Cycle TraceControl::begin_cycle() {
   Cycle c;
   c.recorder = recorder_.load();
   c.own = open_.load();
-  c.traced = c.recorder && c.recorder == c.own;
+  c.traced = c.recorder && c.own && c.recorder == own_recorder_.load();
   Recorder* expected = c.recorder;
   c.snapshot_due = c.recorder && snapshot_for_.compare_exchange_strong(expected, nullptr);
   return c;
@@ -121,8 +133,8 @@ std::string TraceControl::stop_at_size_cap(TraceWriter* writer, bool measure, in
     else
       *warning = "warning: no clock offset at the trace's size cap: " + s.to_string();
   }
-  Recorder* expected = writer;
-  recorder_.compare_exchange_strong(expected, nullptr);  // unless stop_trace came first
+  Recorder* expected = own_recorder_.load();
+  recorder_.compare_exchange_strong(expected, untraced());  // unless stop_trace came first
   TraceWriter* open = writer;
   open_.compare_exchange_strong(open, nullptr);
   const std::string cap =
@@ -154,7 +166,8 @@ Status TraceControl::stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!trace_) return Status::OK();
     open_.store(nullptr);
-    recorder_.store(nullptr);
+    own_recorder_.store(nullptr);
+    recorder_.store(untraced());
   }
   wait_for_cycle_boundary();
   std::string ignored;
@@ -165,7 +178,8 @@ Status TraceControl::close(bool measure, double wait_seconds, std::string* warni
   std::lock_guard<std::mutex> lock(mu_);
   if (!trace_) return Status::OK();
   open_.store(nullptr);
-  recorder_.store(nullptr);
+  own_recorder_.store(nullptr);
+  recorder_.store(untraced());
   // Collective (every rank is shutting down): measured where the loop's last
   // agreement said every rank had a trace of its own (`measure`, alike on
   // every rank), and where this trace is still that one (one stopped at its

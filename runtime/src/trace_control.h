@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "ringscope/flight_recorder.h"
+#include "ringscope/recorder_tee.h"
 #include "ringscope/trace_writer.h"
 #include "transport.h"
 
@@ -48,6 +50,10 @@ class TraceControl {
     // The GPU path has run: its finalizer's jobs keep recorder pointers, so
     // closed writers' buffers are never released from then on.
     std::function<bool()> device_used;
+    // The flight recorder's memory (0: none). With one, the runtime records
+    // into it always, and into it and a trace through a RecorderTee while
+    // a trace is open.
+    int64_t flight_recorder_bytes = 0;
   };
   TraceControl(const Setup& setup, const LoopProgress& loop);
 
@@ -55,6 +61,8 @@ class TraceControl {
   // The recorder ops are stamped with and mark_step records into (null:
   // untraced). set_recorder: any Recorder (tests), which must outlive this.
   Recorder* recorder() const { return recorder_.load(); }
+  // The flight recorder (null: off); it lives as long as this.
+  FlightRecorder* flight() const { return flight_.get(); }
   void set_recorder(Recorder* recorder) { recorder_.store(recorder); }
   void mark_step(int64_t step);
   // Collective. Opens <base>.rank<r>.sqlite with `meta` and rank 0's run id;
@@ -95,9 +103,18 @@ class TraceControl {
   void release_quiet();  // with mu_ held
   void wait_for_cycle_boundary();
 
+  // What the loop records into with no trace open: the flight recorder, or
+  // nothing.
+  Recorder* untraced() const { return flight_.get(); }
+
   const Setup setup_;
   const LoopProgress& loop_;
+  const std::unique_ptr<FlightRecorder> flight_;
   std::atomic<Recorder*> recorder_{nullptr};
+  // The open trace's recorder: its writer, or the tee of it and the flight
+  // recorder. Tees live as long as this (a thread may hold one's pointer).
+  std::atomic<Recorder*> own_recorder_{nullptr};
+  std::vector<std::unique_ptr<RecorderTee>> tees_;  // guarded by mu_
   std::atomic<Recorder*> snapshot_for_{nullptr};  // a started trace's first cycle
   std::atomic<int> marking_steps_{0};  // mark_step calls between load and record
   std::mutex mu_;

@@ -2,6 +2,7 @@
 // bare transports (for the collective algorithms) or whole Runtimes.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -34,6 +35,10 @@ inline Options fast_options() {
   o.settings.cycle_time_ms = 0.2;
   o.op_timeout_seconds = 30;
   o.log_level = 0;
+  // Flight recorder dumps (a test's stall or failure) go to the temporary
+  // directory, not the build tree; tests that read them set their own.
+  o.flight_recorder_dir =
+      (std::filesystem::temp_directory_path() / "ringscope-test-flight").string();
   return o;
 }
 

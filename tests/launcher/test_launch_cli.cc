@@ -46,6 +46,10 @@ TEST_CASE("cli: flags then the command", "[launch_cli]") {
                     "runs/x.sqlite",
                     "--trace-max-mb",
                     "512",
+                    "--flight-recorder",
+                    "0",
+                    "--flight-recorder-dir",
+                    "dumps",
                     "--settings",
                     "s.json",
                     "--mpi-args",
@@ -69,6 +73,8 @@ TEST_CASE("cli: flags then the command", "[launch_cli]") {
   CHECK(o.log_level == "3");
   CHECK(o.trace_path == "runs/x.sqlite");
   CHECK(o.trace_max_mb == "512");
+  CHECK(o.flight_recorder_mb == "0");
+  CHECK(o.flight_recorder_dir == "dumps");
   CHECK(o.settings_path == "s.json");
   CHECK(o.mpi_args == "--mca btl self");
   CHECK(o.autotune);

@@ -110,7 +110,13 @@ TEST_CASE("plan: flags become -x assignments with fractional MB", "[launch_plan]
   o.autotune = true;
   o.trace_path = "runs/a.sqlite";
   o.trace_max_mb = "0";
+  o.flight_recorder_mb = "64";
+  o.flight_recorder_dir = "runs/flight";
   LaunchPlan plan = plan_ok(o);
+  CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_FLIGHT_RECORDER=64"));
+  CHECK(has_pair(plan.argv, "-x",
+                 "RINGSCOPE_FLIGHT_RECORDER_DIR=" +
+                     std::filesystem::absolute("runs/flight").string()));
   std::string trace = std::filesystem::absolute("runs/a.sqlite").string();
   CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_TRACE_MAX_MB=0"));
   CHECK(has_pair(plan.argv, "-x", "RINGSCOPE_FUSION_THRESHOLD=524288"));
@@ -214,6 +220,8 @@ TEST_CASE("plan: bad values are rejected with the flag and the range", "[launch_
   CHECK(contains(with([](LaunchOptions& o) { o.trace_max_mb = "1GB"; }),
                  "--trace-max-mb '1GB' is invalid: expected an integer in [0, 16777216]"));
   CHECK(contains(with([](LaunchOptions& o) { o.trace_max_mb = "-1"; }), "--trace-max-mb '-1'"));
+  CHECK(contains(with([](LaunchOptions& o) { o.flight_recorder_mb = "16M"; }),
+                 "--flight-recorder '16M' is invalid: expected an integer in [0, 65536]"));
   CHECK(contains(with([](LaunchOptions& o) { o.command.clear(); }), "no training command"));
 }
 

@@ -25,10 +25,16 @@ namespace {
 // every rank leaves its traced loop after the same step (a rank that read
 // its own recorder a moment before its loop cleared it would run one step
 // more than its peers, alone).
-// `stopped`: this rank's say (by default, whether its recorder is gone).
+// Whether this rank's trace is open: its recorder is the trace's (with no
+// trace the runtime records into the flight recorder, or nothing).
+bool tracing(const Runtime& rt) {
+  return rt.recorder() != nullptr && rt.recorder() != rt.flight_recorder();
+}
+
+// `stopped`: this rank's say (by default, whether its trace is closed).
 bool any_rank_stopped(Runtime& rt, ThreadChecks& checks, const std::string& tag,
                       std::optional<bool> stopped = std::nullopt) {
-  std::vector<float> flag(1, stopped.value_or(rt.recorder() == nullptr) ? 1.0f : 0.0f);
+  std::vector<float> flag(1, stopped.value_or(!tracing(rt)) ? 1.0f : 0.0f);
   Status s = run_op(rt, allreduce_entry("stopped", DataType::kFloat32, {1}, flag.data(),
                                         flag.data(), ReduceOp::kMax));
   checks.expect(s.ok(), tag + "the stop agreement: " + s.to_string());
@@ -103,9 +109,9 @@ TEST_CASE("a trace at its size cap stops on every rank after one agreed cycle, t
     }
     steps_traced[r] = step;
     // Every rank's loop stops in the same cycle: give the others' a moment.
-    for (int wait = 0; rt.recorder() != nullptr && wait < 2000; ++wait)
+    for (int wait = 0; tracing(rt) && wait < 2000; ++wait)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    checks.expect(rt.recorder() == nullptr, tag + "the trace never stopped on this rank");
+    checks.expect(!tracing(rt), tag + "the trace never stopped on this rank");
     // At once, without stop_trace: refused on every rank alike (a rank whose
     // loop has not stopped its trace yet must not leave the others waiting).
     Status early = rt.start_trace(next);

@@ -2,11 +2,15 @@
 // init/shutdown, topology, tracing, settings, agreement on the Python layer's
 // own settings, and build facts. Errors come back as a code plus a message
 // copied into the caller's buffer.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -144,6 +148,41 @@ int ringscope_c_bench_step(int tensors, long long elements, int steps, double* m
   std::sort(times.begin(), times.end());
   *median_us = times[times.size() / 2];
   return 0;
+}
+
+// Writes this rank's flight recorder (path "" or null: the next file in the
+// dump directory); the file's path goes into `written`.
+int ringscope_c_dump_flight_recorder(const char* path, char* written, int written_len, char* err,
+                                     int errlen) {
+  std::string out;
+  ringscope::Status s = ringscope::dump_flight_recorder(path ? path : "", &out);
+  if (written && written_len > 0) {
+    std::strncpy(written, out.c_str(), static_cast<size_t>(written_len) - 1);
+    written[written_len - 1] = '\0';
+  }
+  return report(s, err, errlen);
+}
+
+// Every Python thread's stack in every dump: Python registered
+// faulthandler for `signo` writing to `fd`; a dump empties the file, raises
+// the signal on the dump thread (faulthandler writes without the GIL, as
+// from any signal) and reads what it wrote. signo 0 removes the hook.
+void ringscope_c_set_stack_source(int signo, int fd) {
+  if (signo <= 0) {
+    ringscope::set_flight_recorder_hook(nullptr);
+    return;
+  }
+  ringscope::set_flight_recorder_hook([signo, fd] {
+    std::map<std::string, std::string> meta;
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) return meta;
+    raise(signo);
+    std::string text;
+    char buf[4096];
+    if (lseek(fd, 0, SEEK_SET) != 0) return meta;
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    meta["python_stacks"] = text;
+    return meta;
+  });
 }
 
 // 1 when this library was compiled with CUDA and NCCL (works before init).

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,20 @@ struct Options {
   // many bytes: then every rank stops tracing at one agreed cycle and the
   // files are finished in the background. 0 = no cap. RINGSCOPE_TRACE_MAX_MB.
   int64_t trace_max_bytes = int64_t{256} << 20;
+  // The flight recorder: the most recent events kept in this many bytes of
+  // memory per rank, traced or not, and written out on a stall warning, a
+  // failure, SIGUSR1 or dump_flight_recorder() (docs/flight-recorder.md).
+  // 0 = off. RINGSCOPE_FLIGHT_RECORDER (MiB).
+  int64_t flight_recorder_bytes = int64_t{16} << 20;
+  // Where dumps go: RINGSCOPE_FLIGHT_RECORDER_DIR; empty = the trace's
+  // directory when tracing at init, else ./ringscope-flight.
+  std::string flight_recorder_dir;
+  // After an op timeout or a peer failure, shutdown() ends the whole job
+  // with MPI_Abort (exit status 1 on every rank) instead of a MPI_Finalize
+  // that would wait for the lost peer forever; the program keeps running
+  // until it calls shutdown() or exits (time to save a checkpoint). Only
+  // where ringscope initialised MPI. RINGSCOPE_ABORT_ON_FAILURE (0: off).
+  bool abort_on_failure = true;
   AutotuneOptions autotune;
 
   // Reads the environment on top of `defaults`. Invalid values fail with a
@@ -102,6 +117,15 @@ Status init();
 Status init(const Options& options);
 // Stops the background thread; pending ops complete with kShutdown.
 void shutdown();
+// Writes this rank's flight recorder to `path` (a per-rank trace file;
+// empty: the next file in the dump directory) and waits for it; *written
+// gets the file's path. Needs no other rank; training goes on.
+Status dump_flight_recorder(const std::string& path = "", std::string* written = nullptr);
+// What a framework adds to every dump's meta (the Python package: every
+// Python thread's stack), called on the dump thread, which no training
+// thread waits on; empty to remove. Works before init.
+using FlightRecorderHook = std::function<std::map<std::string, std::string>()>;
+void set_flight_recorder_hook(FlightRecorderHook hook);
 bool is_initialized();
 
 int rank();

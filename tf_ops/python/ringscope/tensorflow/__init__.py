@@ -14,7 +14,10 @@ the same collectives in the same program order when names are not given.
 
 import atexit
 import ctypes
+import faulthandler
 import os
+import signal
+import tempfile
 
 from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
 from ringscope.tensorflow.collectives import (  # noqa: F401
@@ -53,7 +56,7 @@ __all__ = [
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
     "join", "SyncBatchNormalization", "PartialDistributedGradientTape",
-    "broadcast_global_variables", "is_homogeneous",
+    "broadcast_global_variables", "is_homogeneous", "dump_flight_recorder",
 ]
 
 _shutdown_at_exit = []  # atexit registered (once)
@@ -74,6 +77,7 @@ def init(comm=None, process_sets=None):
     _call(_c.ringscope_c_init)
     if starting:
         _agree_on_settings()
+        _stacks_in_dumps()
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
@@ -102,8 +106,43 @@ def _is_whole_world(comm):
     return comm.Compare(MPI.COMM_WORLD) in (MPI.IDENT, MPI.CONGRUENT)
 
 
+# Every Python thread's stack goes into each flight recorder dump: the
+# standard library's faulthandler writes them to this file when the dump
+# thread raises this signal (it needs no GIL, as from any signal).
+STACK_SIGNAL = signal.SIGRTMIN + 4
+_stack_file = []
+
+
+def _stacks_in_dumps():
+    if _stack_file:
+        return
+    try:
+        f = tempfile.TemporaryFile(prefix="ringscope-stacks-")
+        faulthandler.register(STACK_SIGNAL, file=f, all_threads=True, chain=False)
+    except (OSError, RuntimeError, ValueError):  # no temp dir, a signal taken: no stacks
+        return
+    _stack_file.append(f)
+    _c.ringscope_c_set_stack_source(int(STACK_SIGNAL), f.fileno())
+
+
+def dump_flight_recorder(path=None):
+    """Writes this rank's flight recorder (its most recent events, the ops
+    it waits for, the settings and every Python thread's stack) to a
+    per-rank trace file and returns its path: <path>.rank<r>.sqlite, or by
+    default the next file in RINGSCOPE_FLIGHT_RECORDER_DIR. Needs no other
+    rank; training goes on."""
+    written = ctypes.create_string_buffer(4096)
+    _call(_c.ringscope_c_dump_flight_recorder, None if path is None else str(path).encode(),
+          written, len(written))
+    return written.value.decode()
+
+
 def shutdown():
     _c.ringscope_c_shutdown()
+    if _stack_file:
+        _c.ringscope_c_set_stack_source(0, -1)
+        faulthandler.unregister(STACK_SIGNAL)
+        _stack_file.pop().close()
 
 
 def is_initialized():

@@ -172,6 +172,10 @@ c.ringscope_c_bench_step.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_i
 c.ringscope_c_register_group.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
                                          ctypes.c_int]
 c.ringscope_c_register_group.restype = None
+c.ringscope_c_dump_flight_recorder.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                               ctypes.c_char_p, ctypes.c_int]
+c.ringscope_c_set_stack_source.argtypes = [ctypes.c_int, ctypes.c_int]
+c.ringscope_c_set_stack_source.restype = None
 c.ringscope_c_mark_step.argtypes = [ctypes.c_longlong]
 c.ringscope_c_propose_settings.argtypes = [
     ctypes.c_longlong, ctypes.c_double, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]

@@ -1,0 +1,134 @@
+// Runtime: its side of the flight recorder (flight_dumper.h writes the
+// files): the start at init, the state a dump records, the loop's dumps
+// (the first stall warning, a failure) and a framework's call.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "clock_sync.h"
+#include "runtime.h"
+
+namespace ringscope {
+namespace {
+
+std::mutex g_hook_mu;
+FlightRecorderHook g_hook;  // guarded by g_hook_mu
+
+}  // namespace
+
+void set_flight_recorder_hook(FlightRecorderHook hook) {
+  std::lock_guard<std::mutex> lock(g_hook_mu);
+  g_hook = std::move(hook);
+}
+
+const char* flight_reason(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kTimeout:
+      return "timeout";
+    case StatusCode::kPeerFailure:
+      return "peer-failure";
+    case StatusCode::kStalled:
+      return "stall-shutdown";
+    default:
+      return "error";
+  }
+}
+
+Status Runtime::start_flight_recorder() {
+  FlightRecorder* flight = trace_.flight();
+  if (!flight) return Status::OK();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string run_id = std::string(host) + "-" + std::to_string(getpid()) + "-" +
+                       std::to_string(flight->start_utc_ns());
+  if (Status s = share_from_rank0(*transport_, &run_id, options_.op_timeout_seconds); !s.ok())
+    return s;
+  ClockOffset offset;
+  if (Status s = measure_clock_offset(
+          *transport_, [flight] { return flight->now_ns(); }, options_.op_timeout_seconds,
+          &offset);
+      !s.ok())
+    return s;
+  flight->set_clock_offset(offset.offset_ns, offset.rtt_ns, flight->now_ns());
+  std::string dir = options_.flight_recorder_dir;
+  if (dir.empty())
+    dir = options_.trace_path.empty()
+              ? std::string("ringscope-flight")
+              : std::filesystem::path(options_.trace_path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  FlightDumper::Setup setup;
+  setup.recorder = flight;
+  setup.rank = topo_.rank;
+  setup.size = topo_.size;
+  setup.dir = dir;
+  setup.run_id = run_id;
+  setup.state = [this] { return flight_state(); };
+  setup.log = [this](const std::string& message) { log(1, message); };
+  dumper_ = std::make_unique<FlightDumper>(std::move(setup));
+  dumper_->install_signal_handler();
+  return Status::OK();
+}
+
+std::map<std::string, std::string> Runtime::flight_state() {
+  std::map<std::string, std::string> meta;
+  const auto now = SteadyClock::now();
+  nlohmann::json pending = nlohmann::json::array();
+  for (const TensorQueue::InFlight& op : queue_.in_flight()) {
+    const double waited = std::chrono::duration<double>(now - op.submitted_at).count();
+    const int64_t at_ns = trace_.flight()
+                              ? trace_.flight()->now_ns() - static_cast<int64_t>(waited * 1e9)
+                              : 0;
+    pending.push_back(
+        {{"name", op.name}, {"op", op_type_name(op.op)}, {"waited_s", waited}, {"at_ns", at_ns}});
+  }
+  meta["pending_ops"] = pending.dump();
+  meta["pending_op_count"] = std::to_string(pending.size());
+  const Settings s = settings();
+  meta["fusion_threshold_bytes"] = std::to_string(s.fusion_threshold_bytes);
+  meta["cycle_time_ms"] = std::to_string(s.cycle_time_ms);
+  meta["cache_enabled"] = s.cache_enabled ? "1" : "0";
+  meta["cycle"] = std::to_string(cycle_.load());
+  meta["local_rank"] = std::to_string(topo_.local_rank);
+  meta["local_size"] = std::to_string(topo_.local_size);
+  meta["op_timeout_seconds"] = std::to_string(options_.op_timeout_seconds);
+  meta["stall_check_seconds"] = std::to_string(options_.stall_check_seconds);
+  meta["stall_shutdown_seconds"] = std::to_string(options_.stall_shutdown_seconds);
+  meta["loop_failed"] = loop_failed_.load() ? "1" : "0";
+  if (const int peer = failed_peer_.load(); peer >= 0) meta["failed_peer"] = std::to_string(peer);
+  FlightRecorderHook hook;
+  {
+    std::lock_guard<std::mutex> lock(g_hook_mu);
+    hook = g_hook;
+  }
+  if (hook) {
+    try {
+      for (auto& [key, value] : hook()) meta[key] = std::move(value);
+    } catch (const std::exception& e) {
+      meta["hook_error"] = e.what();
+    }
+  }
+  return meta;
+}
+
+void Runtime::dump_flight(const std::string& reason, const std::string& detail, bool once,
+                          double wait_seconds) {
+  if (!dumper_) return;
+  if (once) {
+    dumper_->dump_once(reason, detail);
+    return;
+  }
+  Status s = dumper_->dump(reason, detail, "", wait_seconds);
+  if (!s.ok()) log(1, "warning: flight recorder: " + s.to_string());
+}
+
+Status Runtime::dump_flight_recorder(const std::string& path, std::string* written) {
+  if (!dumper_)
+    return Status(StatusCode::kUnimplemented,
+                  "the flight recorder is off (RINGSCOPE_FLIGHT_RECORDER=0)", topo_.rank);
+  return dumper_->dump("user", "dump_flight_recorder()", path, 60.0, written);
+}
+
+}  // namespace ringscope
