@@ -324,6 +324,32 @@ def tf_resnet50():
             [f"| median | | | {ratios[1]:.3f} |"])
 
 
+@block("flight_overhead")
+def flight_overhead():
+    d = need("flight_overhead_np2.json")
+    rows = ["| workload, np=2 | recorder off | on (16 MiB) | throughput on / off, median of pairs | pairs' range |",
+            "|---|---|---|---|---|"]
+    names = {"cpp_step_ms": ("C++ runtime, fused 200 × 16 KiB step", "ms"),
+             "digits_samples_per_s": ("digits Keras training", "samples/s")}
+    for key, (label, unit) in names.items():
+        if f"{key}_median_ratio" not in d:
+            continue
+        r = d[f"{key}_throughput_ratios"]
+        fmt = ".3f" if unit == "ms" else ".0f"
+        rows.append(f"| {label} | {d[f'{key}_off_median']:{fmt}} {unit} | {d[f'{key}_on_median']:{fmt}} {unit} | "
+                    f"{d[f'{key}_median_ratio']:.3f} ({len(r)} pairs) | {min(r):.3f}–{max(r):.3f} |")
+    return rows
+
+
+@block("flight_dump")
+def flight_dump():
+    d = need("flight_dump_np1.json")
+    return ["| budget | events held | a busy rank's rate | window | dump (median of 3) | file |",
+            "|---|---|---|---|---|---|",
+            f"| {d['budget_bytes'] >> 20} MiB | {d['events_in_dump']:,} | {d['events_per_s'] / 1e3:.0f} k events/s | "
+            f"{d['window_s']:.2f} s | {d['dump_median_s']:.2f} s | {d['file_bytes'] / 1e6:.1f} MB |"]
+
+
 @block("tf_collectives")
 def tf_collectives():
     d = need("tf_collectives_np2.json")

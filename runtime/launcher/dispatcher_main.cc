@@ -22,7 +22,7 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"run", "launch a training command on N ranks through Open MPI"},
-    {"trace", "merge, check, summarize, export and query traces"},
+    {"trace", "merge, check, summarize, export, query and blame traces"},
     {"view", "desktop viewer for traces"},
     {"tune", "learn settings from recorded runs"},
 };

@@ -141,10 +141,19 @@ Status check_trace(const TraceReader& reader, const CheckOptions& options, Check
   if (Status s = reader.quick_check(); !s.ok()) reporter.violation("integrity", s.message());
   const int world = reader.world_size();
   if (world <= 0) reporter.violation("meta", "world_size missing or not positive in meta");
+  // Flight recorder dumps are what the ranks left when something went
+  // wrong: a rank that died or was killed leaves none, which is a fact for
+  // `blame`, not a broken file.
+  const bool dumps = reader.meta_value("flight_recorder") == "1";
   for (int r = 0; r < world; ++r)
-    if (!reader.rank_info(r))
-      reporter.violation("rank-present", "rank " + std::to_string(r) + " of " +
-                                             std::to_string(world) + " has no trace file or data");
+    if (!reader.rank_info(r)) {
+      const std::string what = "rank " + std::to_string(r) + " of " + std::to_string(world);
+      if (dumps)
+        report->notes.push_back(what + " left no dump here (it died, was killed, or its dump is "
+                                       "elsewhere): `ringscope trace blame` says more");
+      else
+        reporter.violation("rank-present", what + " has no trace file or data");
+    }
 
   if (const std::string stop = reader.meta_value("stopped_by"); !stop.empty())
     report->notes.push_back("tracing stopped before the run ended: " + stop);

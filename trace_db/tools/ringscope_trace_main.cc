@@ -1,9 +1,11 @@
 // ringscope-trace: command-line tool over trace files (merged or per-rank):
-// merge, check, stats, export --chrome, sql. Exit code 0 on success, 1 on an
-// error or a failed check, 2 on a usage error (the CLI11 parse error code).
+// merge, check, stats, export --chrome, sql, blame. Exit code 0 on success,
+// 1 on an error or a failed check, 2 on a usage error (the CLI11 parse error
+// code), 3 when blame finds a problem (a hang, a failure, a killed job).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "ringscope/blame.h"
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_tools.h"
 
@@ -24,7 +26,7 @@ int open_reader(const std::vector<std::string>& inputs, ringscope::TraceReader* 
 int main(int argc, char** argv) {
   using namespace ringscope;
   CLI::App app{
-      "ringscope-trace: merge, check, summarize, export and query ringscope traces.\n"
+      "ringscope-trace: merge, check, summarize, export, query and blame ringscope traces.\n"
       "TRACE is a merged file, per-rank files, a base path (runs/a.sqlite for\n"
       "runs/a.rank<r>.sqlite) or a directory of per-rank files."};
   app.require_subcommand(1);
@@ -61,7 +63,26 @@ int main(int argc, char** argv) {
   sql->add_option("QUERY", sql_query, "SQL statement (read-only)")->required();
   sql->add_option("--max-rows", max_rows, "rows to print")->capture_default_str();
 
+  std::vector<std::string> blame_in;
+  bool blame_as_json = false;
+  CLI::App* blame_cmd = app.add_subcommand(
+      "blame",
+      "why a job hung, failed or was killed, from the dumps and traces its ranks left; exit 0: "
+      "no problem found, 3: a problem");
+  blame_cmd->add_option("FILES", blame_in, "dumps / traces / directories of one job")->required();
+  blame_cmd->add_flag("--json", blame_as_json, "print the verdict as JSON");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (*blame_cmd) {
+    BlameReport report;
+    if (Status s = blame(blame_in, &report); !s.ok()) return fail(s);
+    if (blame_as_json)
+      std::cout << blame_json(report) << "\n";
+    else
+      write_blame_text(report, std::cout);
+    return report.problem() ? kBlameExitProblem : 0;
+  }
 
   if (*merge) {
     MergeResult result;

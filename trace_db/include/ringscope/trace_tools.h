@@ -36,7 +36,8 @@ struct CheckReport {
   int64_t collectives = 0;
   bool ok() const { return violation_count == 0; }
 };
-// Invariants: file integrity; every rank 0..world_size-1 present; every
+// Invariants: file integrity; every rank 0..world_size-1 present (in a set
+// of flight recorder dumps a missing rank is a note: it died); every
 // collective (cycle, seq_index) of ALLREDUCE/ALLGATHER/BROADCAST present on
 // every rank with the same kind; 2(n-1) ring steps (n-1 reduce-scatter, n-1
 // allgather) per ring allreduce per rank when n > 1 and no ring step outside
