@@ -350,6 +350,20 @@ def flight_dump():
             f"{d['window_s']:.2f} s | {d['dump_median_s']:.2f} s | {d['file_bytes'] / 1e6:.1f} MB |"]
 
 
+@block("flight_memory")
+def flight_memory():
+    d = need("flight_memory.json")
+    mib = 1 << 20
+    return [f"{d['steps']:,} steps × {d['tensors']} allreduces ({d['ops']:,} ops, one new name a step), "
+            f"{d['on']['recorded_events']:,} events recorded into a ring of {d['on']['capacity_events']:,}.",
+            "",
+            "| | recorder off | on |", "|---|---|---|",
+            f"| RSS after warm-up | {d['off']['rss_start_bytes'] / mib:.1f} MiB | {d['on']['rss_start_bytes'] / mib:.1f} MiB |",
+            f"| RSS at the end | {d['off']['rss_end_bytes'] / mib:.1f} MiB | {d['on']['rss_end_bytes'] / mib:.1f} MiB |",
+            f"| the recorder's own count at the end | | {d['on']['held_bytes'] / mib:.1f} MiB ({d['held_over_budget']:.3f} × budget) |",
+            f"| RSS difference at the end | | {d['rss_difference_bytes'] / mib:.1f} MiB ({d['rss_difference_over_budget']:.3f} × budget) |"]
+
+
 @block("tf_collectives")
 def tf_collectives():
     d = need("tf_collectives_np2.json")

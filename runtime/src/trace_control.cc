@@ -234,6 +234,9 @@ int32_t TraceControl::intern(Recorder* rec, const std::string& text) {
   auto it = name_ids_.find(text);
   if (it != name_ids_.end()) return it->second;
   const int32_t id = rec->intern(text);
+  // Bounded: a program that names a new tensor every step must not grow
+  // this cache for ever (the flight recorder's memory is its budget).
+  if (name_ids_.size() >= kNameCacheEntries) name_ids_.clear();
   name_ids_.emplace(text, id);
   return id;
 }

@@ -130,7 +130,10 @@ class TraceControl {
     bool released = false;
   };
   std::vector<Closed> closed_;  // guarded by mu_
-  // The loop's name-id cache, for the trace it was filled from.
+  // The loop's name-id cache, for the trace it was filled from; emptied
+  // when it reaches kNameCacheEntries (names beyond a model's few thousand
+  // tensors are new every step, and would grow it for ever).
+  static constexpr size_t kNameCacheEntries = 8192;
   std::unordered_map<std::string, int32_t> name_ids_;
   Recorder* name_ids_owner_ = nullptr;
 };

@@ -57,6 +57,7 @@ def a_dump_holds_recent_ops_and_python_stacks():
         m = meta(path)
         assert m["dump_reason"] == "user", m
         assert m["pending_op_count"] == "0", m
+        assert int(m["flight_recorder_bytes_held"]) <= int(m["flight_recorder_budget_bytes"]), m
         assert "a_dump_holds_recent_ops_and_python_stacks" in m["python_stacks"], \
             m["python_stacks"]
         assert {f"flight.recent/{i}" for i in range(3)} <= names(path, "ENQUEUE")

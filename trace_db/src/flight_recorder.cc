@@ -141,6 +141,7 @@ Status FlightRecorder::dump(const std::string& path, int rank, int world_size,
   all["flight_recorder"] = "1";
   all["flight_recorder_budget_bytes"] = std::to_string(budget_);
   all["flight_recorder_capacity_events"] = std::to_string(mask_ + 1);
+  all["flight_recorder_bytes_held"] = std::to_string(bytes_held());
   all["flight_recorder_recorded_events"] = std::to_string(snap.recorded);
   all["flight_recorder_overwritten_events"] = std::to_string(snap.overwritten);
   all["flight_recorder_skipped_events"] = std::to_string(snap.skipped);
