@@ -364,6 +364,15 @@ def flight_memory():
             f"| RSS difference at the end | | {d['rss_difference_bytes'] / mib:.1f} MiB ({d['rss_difference_over_budget']:.3f} × budget) |"]
 
 
+@block("flight_sigterm")
+def flight_sigterm():
+    d = need("flight_sigterm_np1.json")
+    rows = ["| run | sigterm dump written | SIGTERM to mpirun's exit | events in the dump |", "|---|---|---|---|"]
+    for i, r in enumerate(d["runs"], 1):
+        rows.append(f"| {i} | {'yes' if r['dumped'] else '**no**'} | {r['seconds_to_exit']:.2f} s | {r['events_in_dump']:,} |")
+    return rows
+
+
 @block("tf_collectives")
 def tf_collectives():
     d = need("tf_collectives_np2.json")
