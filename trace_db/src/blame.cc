@@ -114,23 +114,6 @@ std::string flattened(const std::string& text, size_t max) {
   return out;
 }
 
-bool collective_kind(EventKind k) {
-  switch (k) {
-    case EventKind::kAllreduce:
-    case EventKind::kMpiAllreduce:
-    case EventKind::kAllgather:
-    case EventKind::kBroadcast:
-    case EventKind::kReducescatter:
-    case EventKind::kAlltoall:
-    case EventKind::kNcclAllreduce:
-    case EventKind::kNcclAllgather:
-    case EventKind::kNcclBroadcast:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // One file read: the rank it holds and what blame needs of it.
 struct FileFacts {
   std::string path, run_id, reason;
@@ -178,7 +161,7 @@ Status read_file(const std::string& path, FileFacts* out) {
     } else if (kind == EventKind::kNegotiate) {
       auto& t = negotiated[name];
       t = std::max(t, e.event.start_ns);
-    } else if (collective_kind(kind) && e.event.end_ns > last_collective_end) {
+    } else if (e.lane == Lane::kCollective && e.event.end_ns > last_collective_end) {
       last_collective_end = e.event.end_ns;
       r.last_completed = name;
       r.last_completed_kind = event_kind_name(e.event.kind);
