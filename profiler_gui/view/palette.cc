@@ -74,6 +74,8 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(230, 57, 70, 255);
     case EventKind::kStall:
       return IM_COL32(255, 123, 0, 255);
+    case EventKind::kStraggler:
+      return IM_COL32(255, 150, 190, 255);
     case EventKind::kDropped:
       return IM_COL32(255, 0, 110, 255);
   }
@@ -160,6 +162,8 @@ const char* kind_label(uint16_t kind) {
       return "error";
     case EventKind::kStall:
       return "stall";
+    case EventKind::kStraggler:
+      return "straggler";
     case EventKind::kDropped:
       return "dropped";
   }

@@ -89,7 +89,8 @@ namespace {
 constexpr const char* kKnownVariables[] = {
     "RINGSCOPE_FUSION_THRESHOLD", "RINGSCOPE_CYCLE_TIME", "RINGSCOPE_CACHE_CAPACITY",
     "RINGSCOPE_STALL_CHECK_SECONDS", "RINGSCOPE_STALL_SHUTDOWN_SECONDS",
-    "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_CPU_ALLREDUCE", "RINGSCOPE_SHARED_MEMORY",
+    "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_STRAGGLER_WINDOW_SECONDS",
+    "RINGSCOPE_STRAGGLER_DOMINANCE", "RINGSCOPE_STRAGGLER_MIN_SHARE", "RINGSCOPE_CPU_ALLREDUCE", "RINGSCOPE_SHARED_MEMORY",
     "RINGSCOPE_DATA_THREADS", "RINGSCOPE_HIERARCHICAL_ALLREDUCE", "RINGSCOPE_LOG_LEVEL",
     "RINGSCOPE_TRACE", "RINGSCOPE_TRACE_MAX_MB", "RINGSCOPE_FLIGHT_RECORDER",
     "RINGSCOPE_FLIGHT_RECORDER_DIR", "RINGSCOPE_ABORT_ON_FAILURE", "RINGSCOPE_AUTOTUNE", "RINGSCOPE_AUTOTUNE_OUTPUT",
@@ -245,6 +246,19 @@ Status options_from_env(const EnvLookup& env, Options* out) {
   }
   if (auto v = env("RINGSCOPE_OP_TIMEOUT_SECONDS")) {
     s = parse_double("RINGSCOPE_OP_TIMEOUT_SECONDS", *v, 0.1, 1e6, &o.op_timeout_seconds);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_STRAGGLER_WINDOW_SECONDS")) {
+    s = parse_double("RINGSCOPE_STRAGGLER_WINDOW_SECONDS", *v, 0.0, 1e6,
+                     &o.straggler_window_seconds);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_STRAGGLER_DOMINANCE")) {
+    s = parse_double("RINGSCOPE_STRAGGLER_DOMINANCE", *v, 0.0, 1.0, &o.straggler_dominance);
+    if (!s.ok()) return s;
+  }
+  if (auto v = env("RINGSCOPE_STRAGGLER_MIN_SHARE")) {
+    s = parse_double("RINGSCOPE_STRAGGLER_MIN_SHARE", *v, 0.0, 1.0, &o.straggler_min_share);
     if (!s.ok()) return s;
   }
   if (auto v = env("RINGSCOPE_CPU_ALLREDUCE")) {

@@ -28,6 +28,7 @@ enum CycleFlag : uint64_t {
   kFlagNotJoined = 64,   // some rank has not joined (absent: the last join's cycle)
   kFlagTraceFull = 128,  // some rank's trace file reached the size cap: all stop tracing
   kFlagUntraced = 256,   // some rank has no trace of its own this cycle
+  kFlagStragglerReport = 512,  // some rank's straggler window closed: all report
 };
 
 class ControlVector {

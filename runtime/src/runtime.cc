@@ -40,6 +40,7 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       coordinator_(topology.size),
       executor_(transport_.get()),
       last_stall_check_(SteadyClock::now()),
+      readiness_(topology.size > 1 ? options.straggler_window_seconds : 0.0, SteadyClock::now()),
       oversubscribed_(oversubscribed(topology)),
       doorbell_(transport_.get(), topology.rank, topology.size, shared_control_ != nullptr),
       join_(topology.rank),
@@ -91,7 +92,11 @@ Status Runtime::create(std::unique_ptr<Transport> transport, const Topology& top
   for (Status s : {out_of_range("op_timeout_seconds", options.op_timeout_seconds, 0.001, 1e6),
                    out_of_range("settings.cycle_time_ms", options.settings.cycle_time_ms, 0, 1e4),
                    out_of_range("stall_check_seconds", options.stall_check_seconds, 0, 1e6),
-                   out_of_range("stall_shutdown_seconds", options.stall_shutdown_seconds, 0, 1e6)})
+                   out_of_range("stall_shutdown_seconds", options.stall_shutdown_seconds, 0, 1e6),
+                   out_of_range("straggler_window_seconds", options.straggler_window_seconds, 0,
+                                1e6),
+                   out_of_range("straggler_dominance", options.straggler_dominance, 0, 1),
+                   out_of_range("straggler_min_share", options.straggler_min_share, 0, 1)})
     if (!s.ok()) return s;
   // Every rank must agree on the cache capacity: it sizes the control vector.
   // The same for shared memory: a rank without it would run the ring alone;

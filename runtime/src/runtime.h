@@ -35,6 +35,7 @@
 #include "join_control.h"
 #include "loop_gate.h"
 #include "pending_table.h"
+#include "readiness_window.h"
 #include "response_executor.h"
 #include "ringscope/planning/coordinator.h"
 #include "ringscope/planning/online_tuner.h"
@@ -241,6 +242,16 @@ class Runtime {
   }
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
+  // The live straggler rule's window closed: this rank's samples into
+  // `mine`; on rank 0, the verdict on every rank's into `out`.
+  void report_readiness(RequestList* mine);
+  void judge_readiness(const std::vector<RequestList>& lists, ResponseList* out);
+  void warn_straggler(const ResponseList& decided);
+  // This rank's wait in the cycle whose `responses` run now (stand-ins and
+  // cycles of a join excepted: a joined rank is never waited for).
+  void sample_readiness(const std::vector<Response>& responses,
+                        const std::vector<TensorEntry*>& entries,
+                        const std::vector<PendingTable::iterator>& where);
   void apply_settings(const Settings& agreed, bool at_cycle_end);
   // Online autotuning on rank 0: feed the online tuner, propose its
   // settings, record its trials; at shutdown write the settings file.
@@ -294,6 +305,9 @@ class Runtime {
   Coordinator coordinator_;
   ResponseExecutor executor_;
   SteadyClock::time_point last_stall_check_;
+  ReadinessWindow readiness_;  // this rank's waits, for the live straggler rule
+  int64_t readiness_span_us_ = 0;  // the wall time of the window that closed last
+  StragglerStreak straggler_streak_;  // rank 0: windows in a row naming one rank
   const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce
   // The last agreement: every rank recorded into a trace of its own (no

@@ -33,6 +33,8 @@ struct RuntimeCounters {
   // Traces the loop stopped at their size cap, and how many of those
   // stops measured the clock (only where every rank had a trace).
   uint64_t trace_caps = 0, trace_cap_clock_measurements = 0;
+  // Live straggler warnings this rank received (runtime_straggler.cc).
+  uint64_t straggler_warnings = 0;
 };
 
 class CounterBoard {

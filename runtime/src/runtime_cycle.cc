@@ -82,6 +82,7 @@ void Runtime::build_control(Cycle& c) {
   if (!to_coordinator_.empty()) flags |= kFlagUncached;
   if (shutdown_.requested()) flags |= kFlagShutdown;
   if (stall_check_due(c.now)) flags |= kFlagStallCheck;
+  if (readiness_.due(c.now)) flags |= kFlagStragglerReport;
   if (!pending_.empty()) flags |= kFlagBusy;
   flags |= join_.joined() ? kFlagJoined : kFlagNotJoined;
   if (c.joins_now) flags |= kFlagJoinNew;
@@ -158,7 +159,8 @@ void Runtime::collect_fast_path(Cycle& c) {
   // their storage, alone.
   if (c.fast_count > 0) responses_.resize(c.fast_count);
   c.responses = c.fast_count > 0 ? &responses_ : &c.no_responses;
-  c.slow = (c.flags & (kFlagUncached | kFlagStallCheck | kFlagJoinNew)) || any_conflict ||
+  c.slow = (c.flags & (kFlagUncached | kFlagStallCheck | kFlagJoinNew | kFlagStragglerReport)) ||
+           any_conflict ||
            all_joined;
 }
 

@@ -39,6 +39,7 @@ int64_t Runtime::execute(std::vector<Response>& responses, int64_t decided_ns, S
       fail_all(*fatal);
       return 0;
     }
+  sample_readiness(responses, entries, where);
   Recorder* rec = cycle_rec_;
   // Pending since an earlier cycle, under another trace (or none).
   for (size_t i = 0; i < responses.size(); ++i)

@@ -2,7 +2,8 @@
 // (rank 0) its requests the cache could not answer - with its pending names
 // when a stall check is due, and whether it has joined - and rank 0 answers
 // every rank with the responses now ready, in the order that fixes every
-// rank's execution order, plus any stall warning and the end of a join.
+// rank's execution order, plus any stall warning, the end of a join, and
+// the live straggler verdict when a straggler window closed.
 #include "runtime.h"
 #include "ringscope/text_format.h"
 
@@ -27,6 +28,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
           std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
     }
   }
+  if (flags & kFlagStragglerReport) report_readiness(&mine);
   // After the agreement `flags` says whether any rank shuts down (see
   // cycle_wait_seconds).
   const Deadline deadline = Deadline::after(cycle_wait_seconds(flags));
@@ -71,6 +73,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
       out.stall_warning = v.warning;
       out.abort = v.abort;
     }
+    if ((flags & kFlagStragglerReport) && out.error.empty()) judge_readiness(lists, &out);
     if (out.error.empty() && coordinator_.all_joined()) {
       out.join_last = newly_joined;
       coordinator_.end_join();
@@ -93,6 +96,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
     // hang from here on, and be killed.
     dump_flight("stall", decided.stall_warning, /*once=*/true, 0);
   }
+  if (!decided.straggler_warning.empty()) warn_straggler(decided);
   if (decided.abort)
     return Status(StatusCode::kStalled,
                   "stall shutdown after " + format_seconds(options_.stall_shutdown_seconds) +

@@ -5,7 +5,7 @@ under mpirun, the verdict asserted from `blame --json`; every dump passes
 file alone, a corrupt file.
 
 argv: BUILD_DIR PYTHON SCENARIO NP REPEAT (SCENARIO: skip, sleep, sigusr1,
-stop, kill, bad-input)."""
+stop, kill, crash, slow, steady, bad-input)."""
 
 import json
 import os
@@ -32,12 +32,16 @@ def run_job(scenario, np_, dump_dir, expect_ok=True):
                RINGSCOPE_FLIGHT_RECORDER_DIR=str(dump_dir), RINGSCOPE_STALL_CHECK_SECONDS="1",
                RINGSCOPE_STALL_SHUTDOWN_SECONDS="4" if scenario == "skip" else "0",
                RINGSCOPE_OP_TIMEOUT_SECONDS=str(OP_TIMEOUT))
-    if scenario in ("stop", "kill"):
+    if scenario in ("stop", "kill", "crash"):
         env["RINGSCOPE_STALL_CHECK_SECONDS"] = "0"  # the timeout and the signal dump, alone
+    # Live straggler windows of 1 s, with rank 0's judgement of each logged.
+    env["RINGSCOPE_STRAGGLER_WINDOW_SECONDS"] = "1"
+    env["RINGSCOPE_LOG_LEVEL"] = "2" if scenario in ("slow", "steady") else "1"
     forward = []
     for var in ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL", "RINGSCOPE_FLIGHT_RECORDER_DIR",
                 "RINGSCOPE_STALL_CHECK_SECONDS", "RINGSCOPE_STALL_SHUTDOWN_SECONDS",
-                "RINGSCOPE_OP_TIMEOUT_SECONDS"):
+                "RINGSCOPE_OP_TIMEOUT_SECONDS", "RINGSCOPE_STRAGGLER_WINDOW_SECONDS",
+                "RINGSCOPE_LOG_LEVEL"):
         forward += ["-x", var]
     start = time.monotonic()
     out = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
@@ -143,6 +147,46 @@ def scenario_kill(dump_dir):
     expect(rc == 3 and v["verdict"] in ("failed", "killed"), f"exit {rc} ({err})", v)
     expect(v["ranks"][1]["file"] == "", "the killed rank left no file", v)
     expect(any(d.startswith("rank 1 left no file") for d in v["diagnosis"]), "names rank 1", v)
+
+
+def scenario_crash(dump_dir):
+    rc, _, output = run_job("crash", NP, dump_dir, expect_ok=False)
+    expect(rc != 0, f"exit status {rc}", None)
+    files = check_all(dump_dir)
+    crashed = [f for f in files if ".rank1." in f.name]
+    expect(len(crashed) == 1 and "fatal-signal" in crashed[0].name,
+           f"the crashed rank's dump: {[f.name for f in files]}\n{output[-3000:]}", None)
+    rc, v, err = blame(dump_dir)
+    expect(rc == 3 and v["verdict"] == "failed", f"exit {rc}, verdict ({err})", v)
+    expect(v["ranks"][1]["dump_reason"] == "fatal-signal", "rank 1's reason", v)
+    expect("SIGSEGV" in v["ranks"][1]["dump_detail"], "the signal named", v)
+    expect("crash" in v["ranks"][1]["user_frame"], "its Python frame", v)
+    expect(any(d.startswith("rank 1 ended with fatal-signal") for d in v["diagnosis"]),
+           "diagnosis names the crash", v)
+
+
+def scenario_slow(dump_dir):
+    _, _, output = run_job("slow", NP, dump_dir)
+    warnings = [l for l in output.splitlines() if "warning: straggler: rank" in l]
+    expect(warnings, "no live straggler warning:\n" + output[-3000:], None)
+    expect(all("straggler: rank 1 (host " in w for w in warnings) and
+           all(w.startswith("[ringscope rank 0]") for w in warnings),
+           "rank 0 names rank 1 and its host:\n" + "\n".join(warnings), None)
+    check_all(dump_dir)
+    rc, v, err = blame(dump_dir)
+    expect(rc == 3 and v["verdict"] == "slow", f"exit {rc}, verdict ({err})", v)
+    expect(v["diagnosis"][0].startswith("rank 1 held the others back"), "diagnosis", v)
+    expect(all(r["straggler"] == 1 and r["straggler_count"] >= 1 for r in v["ranks"]),
+           "every rank's dump holds the warning", v)
+
+
+def scenario_steady(dump_dir):
+    _, _, output = run_job("steady", NP, dump_dir)
+    expect("straggler window:" in output, "rank 0 judged no window:\n" + output[-3000:], None)
+    expect("warning: straggler" not in output, "a warning on a healthy job:\n" +
+           "\n".join(l for l in output.splitlines() if "straggler" in l), None)
+    rc, v, err = blame(dump_dir)
+    expect(rc == 0 and v["verdict"] == "ok", f"exit {rc} ({err})", v)
 
 
 def scenario_bad_input(dump_dir):

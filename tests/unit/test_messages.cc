@@ -31,6 +31,8 @@ TEST_CASE("request list round trip", "[messages]") {
   in.pending_names = {"a", "b"};
   in.pending_age_ms = {10, 20000};
   in.joined = true;
+  in.readiness = {{7, 1500}, {9, 0}};
+  in.host = "node-b";
   RequestList out;
   REQUIRE(decode(encode(in), &out).ok());
   REQUIRE(out.requests.size() == 4);
@@ -51,6 +53,11 @@ TEST_CASE("request list round trip", "[messages]") {
   CHECK(out.pending_names == in.pending_names);
   CHECK(out.pending_age_ms == in.pending_age_ms);
   CHECK(out.joined);
+  REQUIRE(out.readiness.size() == 2);
+  CHECK(out.readiness[0].cycle == 7);
+  CHECK(out.readiness[0].wait_us == 1500);
+  CHECK(out.readiness[1].cycle == 9);
+  CHECK(out.host == "node-b");
   in.joined = false;
   REQUIRE(decode(encode(in), &out).ok());
   CHECK(!out.joined);
@@ -78,6 +85,10 @@ TEST_CASE("response list round trip", "[messages]") {
   in.abort = true;
   in.error = "rank 0 could not read";
   in.join_last = 2;
+  in.straggler_warning = "straggler: rank 1";
+  in.straggler_rank = 1;
+  in.straggler_hold_us = 41000;
+  in.straggler_share_permille = 380;
   ResponseList out;
   REQUIRE(decode(encode(in), &out).ok());
   REQUIRE(out.responses.size() == 3);
@@ -94,8 +105,13 @@ TEST_CASE("response list round trip", "[messages]") {
   CHECK(out.abort);
   CHECK(out.error == "rank 0 could not read");
   CHECK(out.join_last == 2);
+  CHECK(out.straggler_warning == "straggler: rank 1");
+  CHECK(out.straggler_rank == 1);
+  CHECK(out.straggler_hold_us == 41000);
+  CHECK(out.straggler_share_permille == 380);
   CHECK(decode(encode(ResponseList{}), &out).ok());
   CHECK(out.join_last == -1);
+  CHECK(out.straggler_rank == -1);
 }
 
 TEST_CASE("every truncation of a message is rejected, not crashed on", "[messages]") {

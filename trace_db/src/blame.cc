@@ -170,6 +170,11 @@ Status read_file(const std::string& path, FileFacts* out) {
     } else if (kind == EventKind::kError || kind == EventKind::kStall) {
       r.errors.push_back(flattened(name, 400));
       if (r.errors.size() > 64) r.errors.erase(r.errors.begin(), r.errors.begin() + 32);
+    } else if (kind == EventKind::kStraggler) {
+      ++r.straggler_count;
+      r.straggler_warnings.push_back(flattened(name, 400));
+      r.straggler = e.event.peer_recv;
+      if (r.straggler_warnings.size() > 4) r.straggler_warnings.erase(r.straggler_warnings.begin());
     }
     r.end_ns = std::max(r.end_ns, e.event.end_ns);
     r.last_cycle = std::max(r.last_cycle, e.event.cycle);
@@ -331,6 +336,13 @@ void decide(BlameReport* report) {
     report->verdict = "hung";
   else
     report->verdict = "ok";
+  // Rank 0's live straggler verdicts (every rank records them): the newest
+  // any file holds.
+  const BlameRank* warned_by = nullptr;
+  for (const BlameRank& r : ranks)
+    if (!r.straggler_warnings.empty() && (!warned_by || r.end_ns > warned_by->end_ns))
+      warned_by = &r;
+  if (warned_by && report->verdict == "ok") report->verdict = "slow";
 
   // Diagnosis, most specific first: a peer the failing ranks name.
   std::map<int, std::vector<int>> named;  // peer -> ranks whose failure names it
@@ -391,6 +403,12 @@ void decide(BlameReport* report) {
     report->diagnosis.push_back(std::string(who.size() > 1 ? "ranks " : "rank ") +
                                 quoted_list(who) + " ended with " + reason + ": " +
                                 failed_detail[reason]);
+  if (warned_by)
+    report->diagnosis.push_back("rank " + std::to_string(warned_by->straggler) +
+                                " held the others back during the run (rank 0 warned " +
+                                std::to_string(warned_by->straggler_count) +
+                                (warned_by->straggler_count > 1 ? " times" : " time") +
+                                "): " + warned_by->straggler_warnings.back());
   if (report->diagnosis.empty()) {
     if (report->verdict == "ok")
       report->diagnosis.push_back(any_dump ? "every rank submitted the same collectives: no "
@@ -503,6 +521,9 @@ void write_blame_text(const BlameReport& report, std::ostream& out) {
     for (const BlamePending& p : r.pending)
       out << "  waits for '" << p.name << "'" << (p.op.empty() ? "" : " (" + p.op + ")") << "\n";
     for (const std::string& e : r.errors) out << "  error/stall: " << e << "\n";
+    if (!r.straggler_warnings.empty())
+      out << "  straggler warnings: " << r.straggler_count << " (the newest names rank "
+          << r.straggler << ")\n";
     if (!r.user_frame.empty()) out << "  Python: " << r.user_frame << "\n";
     if (!r.last_events.empty()) {
       out << "  last events:\n";
@@ -547,6 +568,9 @@ std::string blame_json(const BlameReport& report) {
                           {"last_completed_kind", r.last_completed_kind},
                           {"pending", pending},
                           {"errors", r.errors},
+                          {"straggler_count", r.straggler_count},
+                          {"straggler_warnings", r.straggler_warnings},
+                          {"straggler", r.straggler},
                           {"user_frame", r.user_frame},
                           {"python_stacks", r.python_stacks},
                           {"last_events", r.last_events},

@@ -83,6 +83,10 @@ constexpr EventKindInfo kKinds[] = {
     {K::kJoin, "JOIN", L::kUser, true,
      "this rank called join() (its data ran out) until every rank had joined; meanwhile it "
      "stood in for the others' collectives; value = the rank that joined last"},
+    {K::kStraggler, "STRAGGLER", L::kErrors, false,
+     "live straggler warning (every rank records rank 0's verdict); name_id = message, peer_recv "
+     "= the rank the others waited for, value = their wait per collective (ns), aux = share of "
+     "the window's time (per mille)"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;
@@ -112,7 +116,7 @@ constexpr LaneInfo kLanes[] = {
     {L::kSettings, "settings", "settings changes"},
     {L::kAutotune, "autotune", "autotune trials"},
     {L::kUser, "user", "user step marks"},
-    {L::kErrors, "errors", "errors, stall warnings, dropped-event marks"},
+    {L::kErrors, "errors", "errors, stall and straggler warnings, dropped-event marks"},
     {L::kOther, "other", "kinds unknown to this reader"},
 };
 

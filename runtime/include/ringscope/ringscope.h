@@ -70,6 +70,14 @@ struct Options {
   double stall_check_seconds = 60.0;    // 0 = no stall warnings
   double stall_shutdown_seconds = 0.0;  // 0 = never abort on a stall
   double op_timeout_seconds = 300.0;    // a peer silent this long has failed
+  // Live straggler warnings (docs/flight-recorder.md): every this many
+  // seconds rank 0 warns when the other ranks waited for one rank at least
+  // straggler_min_share of the window's time, and that was at least
+  // straggler_dominance of all their waiting. 0 = off.
+  // RINGSCOPE_STRAGGLER_WINDOW_SECONDS, _MIN_SHARE, _DOMINANCE.
+  double straggler_window_seconds = 30.0;
+  double straggler_min_share = 0.10;
+  double straggler_dominance = 0.75;
   CpuAllreduce cpu_allreduce = CpuAllreduce::kAuto;
   // With every rank on one node, host allreduces read each other's memory
   // (an MPI shared-memory window) instead of running the ring, from 4 KiB

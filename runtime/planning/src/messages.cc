@@ -148,6 +148,12 @@ std::vector<uint8_t> encode(const RequestList& list) {
     w.put<int64_t>(list.pending_age_ms[i]);
   }
   w.put<uint8_t>(list.joined ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(list.readiness.size()));
+  for (const ReadinessSample& r : list.readiness) {
+    w.put<uint64_t>(r.cycle);
+    w.put<int64_t>(r.wait_us);
+  }
+  w.str(list.host);
   return std::move(w.out);
 }
 
@@ -166,6 +172,10 @@ std::vector<uint8_t> encode(const ResponseList& list) {
   w.put<uint8_t>(list.abort ? 1 : 0);
   w.str(list.error);
   w.put<int32_t>(list.join_last);
+  w.str(list.straggler_warning);
+  w.put<int32_t>(list.straggler_rank);
+  w.put<int64_t>(list.straggler_hold_us);
+  w.put<int32_t>(list.straggler_share_permille);
   return std::move(w.out);
 }
 
@@ -187,6 +197,11 @@ Status decode(const std::vector<uint8_t>& bytes, RequestList* out) {
   uint8_t joined;
   if (!rd.get(&joined) || joined > 1) return malformed("join flag");
   out->joined = joined != 0;
+  if (!rd.count(&n, sizeof(uint64_t) + sizeof(int64_t))) return malformed("readiness count");
+  out->readiness.resize(n);
+  for (ReadinessSample& r : out->readiness)
+    if (!rd.get(&r.cycle) || !rd.get(&r.wait_us)) return malformed("readiness sample");
+  if (!rd.str(&out->host)) return malformed("host name");
   if (!rd.done()) return malformed("trailing bytes in request list");
   return Status::OK();
 }
@@ -209,7 +224,9 @@ Status decode(const std::vector<uint8_t>& bytes, ResponseList* out) {
     r.error_code = static_cast<StatusCode>(code);
   }
   if (!rd.str(&out->stall_warning) || !rd.get(&abort) || !rd.str(&out->error) ||
-      !rd.get(&out->join_last))
+      !rd.get(&out->join_last) || !rd.str(&out->straggler_warning) ||
+      !rd.get(&out->straggler_rank) || !rd.get(&out->straggler_hold_us) ||
+      !rd.get(&out->straggler_share_permille))
     return malformed("response trailer");
   out->abort = abort != 0;
   if (!rd.done()) return malformed("trailing bytes in response list");

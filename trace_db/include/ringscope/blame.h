@@ -42,6 +42,11 @@ struct BlameRank {
   int64_t last_completed_end_utc_ns = 0;
   std::vector<std::string> last_events;  // the last few, newest last, as text
   std::vector<std::string> errors;       // ERROR / STALL texts, newest last (a few)
+  // Live straggler warnings it recorded (rank 0's verdicts): how many, the
+  // newest few (newest last), and the rank the newest names (-1: none).
+  int straggler_count = 0;
+  std::vector<std::string> straggler_warnings;
+  int straggler = -1;
   std::string python_stacks;             // as faulthandler wrote them
   std::string user_frame;                // first frame in the user's code: "file:line in fn"
 };
@@ -57,9 +62,10 @@ struct BlameStuck {
 struct BlameReport {
   std::string run_id;
   int world_size = 0;
-  // ok: ended normally, or a snapshot of a healthy job; hung; failed (an
-  // op timeout, a peer failure, a stall shutdown); killed (files cut off
-  // with no dump: the processes were ended from outside); unknown.
+  // ok: ended normally, or a snapshot of a healthy job; slow: the same,
+  // but rank 0 warned of a straggler during the run; hung; failed (an op
+  // timeout, a peer failure, a stall shutdown); killed (files cut off with
+  // no dump: the processes were ended from outside); unknown.
   std::string verdict;
   std::vector<BlameRank> ranks;  // every rank of world_size, in order
   std::vector<BlameStuck> stuck;
@@ -69,7 +75,8 @@ struct BlameReport {
 };
 
 // Exit status of `ringscope trace blame`: 0 no problem found, 1 the files
-// could not be read, 3 the files show a problem (hang, failure, kill).
+// could not be read, 3 the files show a problem (hang, failure, kill, a
+// straggler warning).
 inline constexpr int kBlameExitProblem = 3;
 
 // `inputs`: files, base paths or directories (a dump directory holds one

@@ -47,6 +47,7 @@ enum class EventKind : uint16_t {
   kAlltoall = 34,               // span: a whole alltoall (bytes sent, value = bytes received)
   kAlltoallStep = 35,           // span: one pairwise exchange of an alltoall
   kJoin = 36,                   // span: join() until every rank joined (value = last rank)
+  kStraggler = 37,              // instant: live straggler warning (peer_recv = the rank)
 };
 
 // Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted

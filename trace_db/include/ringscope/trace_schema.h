@@ -14,7 +14,7 @@ namespace ringscope {
 
 // Semantic version of the on-disk schema described in docs/trace-schema.md.
 // A reader accepts any file with the same major version.
-inline constexpr const char* kTraceSchemaVersion = "1.0.0";
+inline constexpr const char* kTraceSchemaVersion = "1.1.0";
 inline constexpr int kTraceSchemaMajor = 1;
 
 // Activity family of an event: the viewer draws one row per (rank, lane) and
@@ -32,7 +32,7 @@ enum class Lane : uint8_t {
   kSettings = 6,     // kSettings
   kAutotune = 7,     // kAutotuneTrial
   kUser = 8,         // kStep, kJoin
-  kErrors = 9,       // kError, kStall, kDropped
+  kErrors = 9,       // kError, kStall, kDropped, kStraggler
   kOther = 15,       // kinds unknown to this build (written by a newer runtime)
 };
 inline constexpr int kLaneCount = 16;  // lanes are < kLaneCount

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ringscope/planning/straggler_judge.h"
 #include "ringscope/status.h"
 #include "ringscope/types.h"
 
@@ -80,6 +81,10 @@ struct RequestList {
   // This rank has joined (Runtime::join): until every rank has, it stands
   // in for every tensor the others run (docs/design.md, "Join").
   bool joined = false;
+  // Sent only when a straggler window closes (kFlagStragglerReport): this
+  // rank's waits in the window's collectives, and its host's name.
+  std::vector<ReadinessSample> readiness;
+  std::string host;
 };
 
 // The coordinator's answer for one slow-path cycle.
@@ -93,6 +98,13 @@ struct ResponseList {
   // >= 0: every rank has now joined, the last of them this rank; every
   // rank's join completes with it at the end of this cycle.
   int32_t join_last = -1;
+  // Non-empty: rank 0's live straggler warning for the window that closed
+  // (straggler_judge.h), about straggler_rank; the others waited for it
+  // straggler_hold_us per collective, straggler_share_permille of the time.
+  std::string straggler_warning;
+  int32_t straggler_rank = -1;
+  int64_t straggler_hold_us = 0;
+  int32_t straggler_share_permille = 0;
 };
 
 std::vector<uint8_t> encode(const RequestList& list);
