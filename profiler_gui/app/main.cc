@@ -61,6 +61,8 @@ void write_layout(const std::string& path, const Viewer& viewer, int width, int 
   out << "flows " << l.flow_arrows << "\n";
   out << "search " << l.search_rows << "\n";
   out << "compare " << l.compare_rows << "\n";
+  out << "verdict " << l.verdict_rows << " " << l.verdict_waiting << " " << l.verdict_missing
+      << "\n";
   // The Tune panel (when drawn): trials, plot axes, points, heat map.
   const TuneLayout& t = l.tune;
   auto rect = [&](const ImVec4& r) { out << r.x << " " << r.y << " " << r.z << " " << r.w; };

@@ -14,6 +14,24 @@
 #include "trace_watch.h"
 
 namespace ringscope::view {
+namespace {
+
+// Whether the files show that something happened to the job, so that
+// blame's verdict is worth its second read of every event: a flight
+// recorder dump, a file never closed, a rank without a file, or an event
+// in the errors lane (an error, a stall or straggler warning).
+bool something_happened(const LoadedTrace& trace) {
+  if (!trace.reader.meta_value("dump_reason").empty()) return true;
+  if (static_cast<int>(trace.ranks.size()) < trace.reader.world_size()) return true;
+  for (const RankTimeline& rank : trace.ranks) {
+    if (!rank.info.finalized) return true;
+    for (const Track& t : rank.tracks)
+      if (t.family == TrackFamily::kErrors && t.size() > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 TimelineModel::TimelineModel() = default;
 
@@ -187,6 +205,15 @@ Status TimelineModel::load_into(const std::vector<std::string>& inputs, LoadedTr
   if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
   set_phase("statistics", 0.96);
   out->statistics = compute_kind_statistics(out->ranks);
+  if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
+  if (something_happened(*out)) {
+    set_phase("verdict", 0.98);
+    BlameReport report;
+    if (Status s = blame(out->reader.files(), &report); s.ok())
+      out->verdict = std::move(report);
+    else
+      out->verdict_problem = s.message();
+  }
 #ifdef __GLIBC__
   // Give the load's temporaries (the reader's wide columns, the sort and
   // statistics buffers) back to the system: glibc keeps freed heap otherwise.

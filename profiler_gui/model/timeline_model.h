@@ -17,6 +17,7 @@
 #include "kind_statistics.h"
 #include "live_snapshot.h"
 #include "rank_timeline.h"
+#include "ringscope/blame.h"
 #include "ringscope/status.h"
 #include "ringscope/trace_reader.h"
 #include "straggler_analysis.h"
@@ -57,6 +58,12 @@ struct LoadedTrace {
   std::vector<RankTimeline> ranks;
   StragglerReport stragglers;
   std::vector<KindStatistics> statistics;
+  // `ringscope trace blame` on the files, where they show that something
+  // happened (a dump, a file not closed, a rank missing, an error, stall or
+  // straggler event); empty otherwise. verdict_problem: why blame could not
+  // say (the files are a merged trace, ...).
+  std::optional<BlameReport> verdict;
+  std::string verdict_problem;
   int64_t begin_ns = 0, end_ns = 1;  // earliest start, latest end over all ranks
   int64_t event_count = 0;
   size_t memory_bytes = 0;  // held by the tracks

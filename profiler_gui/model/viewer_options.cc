@@ -37,8 +37,10 @@ const char* viewer_usage() {
          "                         (units ns, us, ms, s; a bare number is ns)\n"
          "  --select NAME          select the first collective with tensor NAME in the range,\n"
          "                         or CYCLE:SEQ\n"
-         "  --panel NAME           bottom panel: stragglers (default), statistics, search,\n"
+         "  --panel NAME           bottom panel: verdict, stragglers, statistics, search,\n"
          "                         breakdown, settings, compare, run-info, tune, bookmarks\n"
+         "                         (default: verdict for a job that hung, failed, was killed\n"
+         "                         or had a straggler; else stragglers)\n"
          "  --compare B            a second trace (e.g. after tuning) for the compare panel\n"
          "  --search TEXT          the search panel's query (tensor name contains TEXT)\n"
          "  --tune-trials PATH     more traced runs for the Tune panel: a trace, a base path\n"
@@ -100,13 +102,14 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
     } else if (arg == "--panel") {
       if (!(v = value(i, arg))) return false;
       out->panel = v;
-      static const char* const kPanels[] = {"stragglers", "statistics", "search",
-                                            "breakdown",  "settings",   "compare",
-                                            "run-info",   "tune",       "bookmarks"};
+      static const char* const kPanels[] = {"verdict",  "stragglers", "statistics",
+                                            "search",   "breakdown",  "settings",
+                                            "compare",  "run-info",   "tune",
+                                            "bookmarks"};
       if (std::find(std::begin(kPanels), std::end(kPanels), out->panel) == std::end(kPanels)) {
         *error =
-            "--panel wants stragglers, statistics, search, breakdown, settings, compare, "
-            "run-info, tune or bookmarks, got '" +
+            "--panel wants verdict, stragglers, statistics, search, breakdown, settings, "
+            "compare, run-info, tune or bookmarks, got '" +
             out->panel + "'";
         return false;
       }

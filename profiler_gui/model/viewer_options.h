@@ -17,9 +17,10 @@ struct ViewerOptions {
   // Visible range, relative to the trace's first event.
   std::optional<std::pair<int64_t, int64_t>> range;
   std::string select;                    // tensor name or "CYCLE:SEQ" of a collective to select
-  std::string panel = "stragglers";      // bottom panel: stragglers, statistics, search,
-                                         // breakdown, settings, compare, run-info, tune,
-                                         // bookmarks
+  // Bottom panel: verdict, stragglers, statistics, search, breakdown,
+  // settings, compare, run-info, tune, bookmarks; empty: verdict where the
+  // job hung, failed, was killed or had a straggler, else stragglers.
+  std::string panel;
   std::string compare;                   // a second trace for the compare panel
   std::string search;                    // initial query of the search panel
   std::vector<std::string> tune_trials;  // more traced runs for the Tune panel

@@ -25,6 +25,10 @@ inline constexpr ImU32 kHighlightFill = IM_COL32(255, 214, 10, 40);
 // Readiness markers of the selected collective: each rank, and the last rank.
 inline constexpr ImU32 kReady = IM_COL32(235, 235, 235, 255);
 inline constexpr ImU32 kLate = IM_COL32(255, 64, 80, 255);
+// The verdict's stuck collective: a rank waiting in it, a rank that never
+// submitted it (blame.h).
+inline constexpr ImU32 kStuckWait = IM_COL32(255, 40, 40, 255);
+inline constexpr ImU32 kStuckMissing = IM_COL32(255, 0, 255, 255);
 // Ring-step flow arrows of the selected collective. Used for nothing else.
 inline constexpr ImU32 kFlow = IM_COL32(0, 240, 255, 255);
 // Shift + drag range to zoom to.

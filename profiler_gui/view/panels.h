@@ -52,6 +52,9 @@ struct FrameLayout {
   std::vector<DialogRow> open_dialog_rows;  // the listing's rows drawn this frame
   int bookmark_rows = -1;                   // rows of the bookmarks panel, -1: not drawn
   TuneLayout tune;                          // the Tune panel's plots (tune_panel.h)
+  int verdict_rows = -1;      // lines of the verdict panel's diagnosis, -1: not drawn
+  int verdict_waiting = 0;    // bands marked waiting in the stuck collective
+  int verdict_missing = 0;    // bands marked as never having submitted it
 };
 
 // Maps trace time to screen x within a rectangle of the timeline.
@@ -151,6 +154,10 @@ int draw_ring_flow_arrows(ImDrawList* draw, const TimeToScreen& map,
 void draw_stragglers_panel(const TimelineModel& model, ViewState& state,
                            StragglersTableCache* cache);
 void draw_statistics_panel(const TimelineModel& model, ViewState& state);
+// The verdict of `ringscope trace blame` on the files shown (a job that
+// hung, failed, was killed or slowed): diagnosis, the collectives waited in,
+// and per rank its state, last events and Python stack.
+void draw_verdict_panel(const TimelineModel& model, FrameLayout* layout);
 void draw_run_info_panel(const TimelineModel& model);
 void draw_search_panel(const TimelineModel& model, ViewState& state, SearchCache* cache,
                        FrameLayout* layout);

@@ -209,6 +209,48 @@ struct BandPainter {
   }
 };
 
+// The verdict's stuck collective (blame.h) in a band's header: on a rank
+// waiting in it, a bar from its submission to its file's end; on a rank that
+// never submitted it, a strip across the header; and a line saying which.
+void draw_verdict_marks(const BandPainter& p, const RankTimeline& rank, float y0, float right,
+                        float* header_text_x1, FrameLayout* layout) {
+  const auto& verdict = p.model.trace().verdict;
+  if (!verdict || verdict->stuck.empty() || !verdict->problem()) return;
+  const BlameStuck& stuck = verdict->stuck.front();
+  const int r = rank.info.rank;
+  const auto has = [r](const std::vector<int>& ranks) {
+    return std::find(ranks.begin(), ranks.end(), r) != ranks.end();
+  };
+  const float y1 = y0 + kHeaderHeight;
+  std::string text;
+  ImU32 color = 0;
+  if (has(stuck.missing)) {
+    color = colors::kStuckMissing;
+    p.pixels->fill_rect(ImVec2(p.map.x0, y1 - 5), ImVec2(right, y1 - 1), color);
+    text = "never submitted '" + stuck.name + "'";
+    ++layout->verdict_missing;
+  } else if (has(stuck.waiting) && r >= 0 && r < static_cast<int>(verdict->ranks.size())) {
+    const BlameRank& br = verdict->ranks[static_cast<size_t>(r)];
+    int64_t since = stuck.submitted_ns;
+    double waited = stuck.waited_s;
+    for (const BlamePending& pending : br.pending)
+      if (pending.name == stuck.name) since = pending.submitted_ns, waited = pending.waited_s;
+    color = colors::kStuckWait;
+    const float x0 = std::clamp(p.map.x(since), p.map.x0, right);
+    const float x1 = std::clamp(p.map.x(std::max(br.end_ns, since)), p.map.x0, right);
+    p.pixels->fill_rect(ImVec2(x0, y1 - 5), ImVec2(std::max(x1, x0 + 2), y1 - 1), color);
+    text = "waits in '" + stuck.name + "'";
+    if (waited >= 0) text += " for " + format_duration(static_cast<int64_t>(waited * 1e9));
+    ++layout->verdict_waiting;
+  } else {
+    return;
+  }
+  const float w = ImGui::CalcTextSize(text.c_str()).x;
+  *header_text_x1 -= w + 14;
+  p.draw->AddText(ImVec2(*header_text_x1, y0 + (kHeaderHeight - ImGui::GetFontSize()) / 2), color,
+                  text.c_str());
+}
+
 void handle_mouse(TimelineModel& model, ViewState& state, const TimeToScreen& map,
                   bool area_hovered, const std::optional<HoveredItem>& hovered) {
   ImGuiIO& io = ImGui::GetIO();
@@ -347,6 +389,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
                       colors::kGutter);
     draw_time_grid(pixels, map, y + kHeaderHeight, band_y1 - kBandGap, model.trace().begin_ns);
     painter.draw_header(rank, r, y, right);
+    draw_verdict_marks(painter, rank, y, right, &painter.header_text_x1, layout);
     if (area_hovered && ImGui::IsMouseClicked(0) && io.MousePos.y >= y &&
         io.MousePos.y < y + kHeaderHeight && io.MousePos.x < map.x0)
       state.rank_collapsed[r] = !state.rank_collapsed[r];

@@ -14,6 +14,7 @@
 namespace ringscope::view {
 
 enum class BottomPanel {
+  kVerdict,
   kStragglers,
   kStatistics,
   kSearch,

@@ -18,6 +18,7 @@ namespace {
 constexpr float kSplitterHeight = 6;
 
 BottomPanel panel_from_name(const std::string& name) {
+  if (name == "verdict") return BottomPanel::kVerdict;
   if (name == "statistics") return BottomPanel::kStatistics;
   if (name == "run-info") return BottomPanel::kRunInfo;
   if (name == "search") return BottomPanel::kSearch;
@@ -99,6 +100,12 @@ void Viewer::apply_command_line() {
   if (command_line_applied_) return;
   command_line_applied_ = true;
   fit_all(model_, state_);
+  // A job that hung, failed, was killed or slowed opens on its verdict.
+  const auto& verdict = model_.trace().verdict;
+  if (options_.panel.empty() && verdict && verdict->problem()) {
+    state_.panel = BottomPanel::kVerdict;
+    state_.panel_needs_focus = true;
+  }
   if (options_.range) {
     state_.view_begin_ns = model_.trace().begin_ns + options_.range->first;
     state_.view_end_ns = model_.trace().begin_ns + options_.range->second;
@@ -215,7 +222,8 @@ void Viewer::draw_bottom_panel(float height) {
       const char* title;
       const char* name;
     };
-    for (const Tab& tab : {Tab{BottomPanel::kStragglers, "Stragglers", "stragglers"},
+    for (const Tab& tab : {Tab{BottomPanel::kVerdict, "Verdict", "verdict"},
+                           Tab{BottomPanel::kStragglers, "Stragglers", "stragglers"},
                            Tab{BottomPanel::kStatistics, "Statistics", "statistics"},
                            Tab{BottomPanel::kSearch, "Search", "search"},
                            Tab{BottomPanel::kBreakdown, "Breakdown", "breakdown"},
@@ -229,7 +237,9 @@ void Viewer::draw_bottom_panel(float height) {
       if (!ImGui::BeginTabItem(tab.title, nullptr, flags)) continue;
       if (!state_.panel_needs_focus) state_.panel = tab.panel;
       layout_.panel = tab.name;
-      if (tab.panel == BottomPanel::kStragglers)
+      if (tab.panel == BottomPanel::kVerdict)
+        draw_verdict_panel(model_, &layout_);
+      else if (tab.panel == BottomPanel::kStragglers)
         draw_stragglers_panel(model_, state_, &stragglers_cache_);
       else if (tab.panel == BottomPanel::kStatistics)
         draw_statistics_panel(model_, state_);

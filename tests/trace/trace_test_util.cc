@@ -209,6 +209,70 @@ std::vector<std::string> write_synthetic_run(const std::string& base, const Synt
   return paths;
 }
 
+std::vector<std::string> write_synthetic_hang(const std::string& base) {
+  constexpr int kRanks = 3, kSteps = 5;
+  constexpr int64_t kStep = 10'000'000, kStuckFor = 4'000'000'000;
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const std::string path = per_rank_trace_path(base, rank);
+    const int64_t stuck_at = kSteps * kStep + 2'000'000;
+    const bool waits = rank != 1;
+    const std::string pending = waits ? R"([{"name": "grad/b", "op": "allreduce", "waited_s": 4.0, "at_ns": )" +
+                                            std::to_string(stuck_at) + "}]"
+                                      : R"([{"name": "grad/a", "op": "allreduce", "waited_s": 3.9, "at_ns": )" +
+                                            std::to_string(stuck_at + 100'000'000) + "}]";
+    TraceWriter w;
+    REQUIRE(w.open(path, rank, kRanks,
+                   {{"run_id", "synthetic-hang"},
+                    {"dump_reason", "stall"},
+                    {"dump_detail", "tensor 'grad/b' (allreduce) waited 4 s: missing on rank 1"},
+                    {"pending_ops", pending}})
+                .ok());
+    const int32_t a = w.intern("grad/a"), b = w.intern("grad/b");
+    auto collective = [&](int64_t t, int cycle, int32_t name) {
+      TraceEvent enq = make(EventKind::kEnqueue, t, 0, cycle);
+      enq.name_id = name;
+      w.record(enq);
+      TraceEvent neg = make(EventKind::kNegotiate, t, 1'000'000, cycle, 0);
+      neg.name_id = name;
+      w.record(neg);
+      TraceEvent all = make(EventKind::kAllreduce, t + 1'000'000, 2'000'000, cycle, 0);
+      all.name_id = name;
+      all.bytes = 4096;
+      w.record(all);
+      TraceEvent c = make(EventKind::kCycle, t, 3'500'000, cycle);
+      c.value = 1;
+      w.record(c);
+    };
+    for (int step = 0; step < kSteps; ++step) {
+      collective(step * kStep, 2 * step, a);
+      collective(step * kStep + 5'000'000, 2 * step + 1, b);
+      if (step == 2) {
+        TraceEvent s = make(EventKind::kStraggler, step * kStep + 9'000'000, 0, 2 * step + 1);
+        s.name_id = w.intern("straggler: rank 1 (host vm) was the last rank ready");
+        s.peer_recv = 1;
+        w.record(s);
+      }
+    }
+    collective(kSteps * kStep, 2 * kSteps, a);  // step 5's 'grad/a': every rank
+    TraceEvent enq = make(EventKind::kEnqueue, waits ? stuck_at : stuck_at + 100'000'000, 0,
+                          2 * kSteps + 1);
+    enq.name_id = waits ? b : a;  // rank 1 went on to step 6
+    w.record(enq);
+    // The loop keeps cycling while it waits, until the stall warning.
+    for (int64_t t = stuck_at; t < stuck_at + kStuckFor; t += 200'000'000) {
+      TraceEvent idle = make(EventKind::kCycle, t + 1'000'000, 500'000, 2 * kSteps + 2);
+      w.record(idle);
+    }
+    TraceEvent stall = make(EventKind::kStall, stuck_at + kStuckFor, 0, 2 * kSteps + 2);
+    stall.name_id = w.intern("tensor 'grad/b' (allreduce) waited 4 s: missing on rank 1");
+    w.record(stall);
+    REQUIRE(w.close().ok());
+    paths.push_back(path);
+  }
+  return paths;
+}
+
 int run_cli(const std::string& args, std::string* output) {
   const std::string command = std::string(RINGSCOPE_TRACE_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

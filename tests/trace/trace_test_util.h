@@ -44,6 +44,13 @@ int64_t synthetic_cycle_start_ns(int cycle);
 // Writes per_rank_trace_path(base, r) for every rank; returns the paths.
 std::vector<std::string> write_synthetic_run(const std::string& base, const SyntheticRun& run);
 
+// Flight recorder dumps of a job that hung (per_rank_trace_path(base, r),
+// r < 3; meta as the runtime writes it): five steps of 'grad/a' then
+// 'grad/b' allreduces; at step 5 rank 1 skips 'grad/b' and submits 'grad/a'
+// of step 6, ranks 0 and 2 wait in 'grad/b' for 4 s; a STALL warning ends
+// every file, and one STRAGGLER warning (naming rank 1) sits at step 2.
+std::vector<std::string> write_synthetic_hang(const std::string& base);
+
 // Events one rank of `run` records (without faults), for count checks.
 int64_t synthetic_events_per_rank(const SyntheticRun& run);
 

@@ -170,3 +170,28 @@ TEST_CASE("bad inputs fail with a message, never a crash", "[model][corrupt]") {
   TimelineModel newer;
   CHECK(newer.load({dir.file("newer.sqlite")}).message().find("2.0.0") != std::string::npos);
 }
+
+TEST_CASE("a hung job's dumps load with blame's verdict, a healthy run's without",
+          "[model][verdict]") {
+  test::TempDir dir;
+  test::write_synthetic_hang(dir.file("hang.sqlite"));
+  TimelineModel model;
+  REQUIRE(model.load({dir.file("hang.sqlite")}).ok());
+  const auto& verdict = model.trace().verdict;
+  REQUIRE(verdict.has_value());
+  CHECK(verdict->verdict == "hung");
+  REQUIRE(!verdict->stuck.empty());
+  CHECK(verdict->stuck[0].name == "grad/b");
+  CHECK(verdict->stuck[0].missing == std::vector<int>{1});
+  CHECK(verdict->stuck[0].waiting == std::vector<int>{0, 2});
+  for (const BlameRank& r : verdict->ranks) {
+    CHECK(r.straggler == 1);
+    CHECK(r.straggler_count == 1);
+  }
+
+  test::write_synthetic_run(dir.file("run.sqlite"), test::four_ranks());
+  TimelineModel healthy;
+  REQUIRE(healthy.load({dir.file("run.sqlite")}).ok());
+  CHECK(!healthy.trace().verdict.has_value());
+  CHECK(healthy.trace().verdict_problem.empty());
+}

@@ -2,8 +2,9 @@
 // no X) on a generated np=4 trace and check the pixels: one band per rank
 // with its label, the selected collective's highlight in every band, the
 // straggler (rank 2) marked only in its own band, the stragglers panel drawn;
-// a trace stopped at its size cap says so in the toolbar; and a corrupt file
-// exits non-zero with a message instead of crashing.
+// a trace stopped at its size cap says so in the toolbar; a hung job's dumps
+// open on their verdict with the stuck collective marked on every rank; and
+// a corrupt file exits non-zero with a message instead of crashing.
 
 #include <sqlite3.h>
 
@@ -42,6 +43,7 @@ struct Layout {
   float timeline_rect[4] = {};
   std::vector<Band> bands;
   int flows = -1, search = -1, compare = -1;
+  int verdict_rows = -1, verdict_waiting = -1, verdict_missing = -1;
 };
 
 Layout read_layout(const std::string& path) {
@@ -56,6 +58,7 @@ Layout read_layout(const std::string& path) {
     if (key == "flows") s >> l.flows;
     if (key == "search") s >> l.search;
     if (key == "compare") s >> l.compare;
+    if (key == "verdict") s >> l.verdict_rows >> l.verdict_waiting >> l.verdict_missing;
     if (key == "band") {
       Band b;
       s >> b.rank >> b.y0 >> b.y1 >> b.header_y0 >> b.header_y1 >> b.label_x0 >> b.label_x1;
@@ -350,4 +353,47 @@ TEST_CASE("a trace stopped at its size cap says so in the toolbar", "[render][ca
   const int after = late_above_timeline("after");
   INFO("late pixels above the timeline: " << before << " before, " << after << " after");
   CHECK(after > before + 100);
+}
+
+TEST_CASE("a hung job's dumps open on the verdict, the stuck collective marked on every rank",
+          "[render][verdict]") {
+  test::TempDir dir;
+  test::write_synthetic_hang(dir.file("hang.sqlite"));
+  constexpr std::array<int, 3> kStuckWait{255, 40, 40};
+  constexpr std::array<int, 3> kStuckMissing{255, 0, 255};
+  constexpr std::array<int, 3> kStraggler{255, 150, 190};
+  for (const char* panel : {"", "--panel stragglers "}) {
+    INFO("panel option '" << panel << "'");
+    const Shot shot = shoot(dir, std::string("--size 1600x900 ") + panel + dir.file("hang.sqlite"));
+    const Image& img = shot.img;
+    const Layout& layout = shot.layout;
+    // Opens on the verdict unless a panel was asked for.
+    CHECK(layout.panel == (panel[0] ? "stragglers" : "verdict"));
+    if (!panel[0]) {
+      CHECK(layout.verdict_rows >= 1);
+      CHECK(text_rows(img, layout.panel_rect) > 40);  // diagnosis, table, ranks
+    }
+    CHECK(layout.verdict_waiting == 2);
+    CHECK(layout.verdict_missing == 1);
+    REQUIRE(layout.bands.size() == 3);
+    for (const Band& b : layout.bands) {
+      const float x0 = layout.timeline_rect[0], x1 = layout.timeline_rect[2];
+      const int wait_px = img.count(kStuckWait, x0, b.header_y0, x1, b.header_y1, 2);
+      const int missing_px = img.count(kStuckMissing, x0, b.header_y0, x1, b.header_y1, 2);
+      const int straggler_px = img.count(kStraggler, x0, b.header_y1, x1, b.y1, 2);
+      INFO("rank " << b.rank << ": " << wait_px << " px waiting, " << missing_px
+                   << " px missing, " << straggler_px << " px of the straggler warning");
+      // Waiting from its submission (1% into the view) to the end: a bar
+      // across nearly the whole width, and the header's text.
+      CHECK((b.rank == 1 ? missing_px : wait_px) > 4000);
+      CHECK((b.rank == 1 ? wait_px : missing_px) == 0);
+      CHECK(straggler_px >= 5);  // the STRAGGLER instant in the errors lane
+    }
+  }
+  // A run that ended well has no verdict, and nothing is marked.
+  const Shot healthy = shoot(dir, "--size 1600x900 " + write_run(dir));
+  CHECK(healthy.layout.panel == "stragglers");
+  CHECK(healthy.layout.verdict_rows == -1);
+  CHECK(healthy.layout.verdict_waiting == 0);
+  CHECK(healthy.layout.verdict_missing == 0);
 }
