@@ -11,6 +11,13 @@ Prints a table and writes JSON: every pair's numbers, each pair's on/off
 throughput ratio, and the median ratio per workload.
 
     python3 bench/flight_overhead_runs.py --pairs 7 --json bench/results/flight_overhead_np2.json
+
+With --what straggler the pairs are the live straggler warnings' sampling
+off (RINGSCOPE_STRAGGLER_WINDOW_SECONDS=0) and at its default instead, the
+recorder at its default in both:
+
+    python3 bench/flight_overhead_runs.py --what straggler --pairs 7 --skip-digits \
+        --json bench/results/straggler_overhead_np2.json
 """
 
 import argparse
@@ -56,6 +63,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=7)
     ap.add_argument("--build", default="build")
     ap.add_argument("--skip-digits", action="store_true", help="only the C++ step")
+    ap.add_argument("--what", choices=("recorder", "straggler"), default="recorder",
+                    help="what is off in the 'off' runs")
     ap.add_argument("--json")
     args = ap.parse_args()
 
@@ -63,8 +72,11 @@ def main():
     base["PYTHONPATH"] = str(ROOT / args.build / "python")
     dumps = tempfile.mkdtemp(prefix="ringscope-flight-bench-")
     base["RINGSCOPE_FLIGHT_RECORDER_DIR"] = dumps  # none expected; never the source tree
-    modes = {"off": dict(base, RINGSCOPE_FLIGHT_RECORDER="0"), "on": dict(base)}
-    modes["on"].pop("RINGSCOPE_FLIGHT_RECORDER", None)
+    variable = {"recorder": "RINGSCOPE_FLIGHT_RECORDER",
+                "straggler": "RINGSCOPE_STRAGGLER_WINDOW_SECONDS"}[args.what]
+    for name in ("RINGSCOPE_FLIGHT_RECORDER", "RINGSCOPE_STRAGGLER_WINDOW_SECONDS"):
+        base.pop(name, None)  # the defaults, but for the one switched off
+    modes = {"off": dict(base, **{variable: "0"}), "on": dict(base)}
 
     workloads = [("cpp_step_ms", step_ms, "lower")]
     if not args.skip_digits:
@@ -79,7 +91,8 @@ def main():
         pairs.append(pair)
         print(f"pair {i + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in pair.items()), flush=True)
 
-    result = {"benchmark": "flight_overhead", "ranks": 2, "pairs": pairs}
+    result = {"benchmark": "flight_overhead" if args.what == "recorder" else "straggler_overhead",
+              "switched": variable, "ranks": 2, "pairs": pairs}
     rows = []
     for key, _, better in workloads:
         # Throughput on / off: for a step time, off / on.
