@@ -341,6 +341,15 @@ def flight_overhead():
     return rows
 
 
+@block("flight_record")
+def flight_record():
+    d = need("flight_record.json")
+    return ["| budget | events held | record() | its time read + record() | median of |",
+            "|---|---|---|---|---|",
+            f"| {d['budget_mib']:.0f} MiB | {d['events_held']:,} | {d['record_ns']:.1f} ns | "
+            f"{d['now_and_record_ns']:.1f} ns | {d['runs']} runs of {d['events_per_run']:,} events |"]
+
+
 @block("flight_dump")
 def flight_dump():
     d = need("flight_dump_np1.json")
