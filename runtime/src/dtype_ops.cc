@@ -51,6 +51,19 @@ T add_of(T a, T b) {
   }
 }
 
+// a * b; integers wrap (multiplied as 64-bit unsigned: a signed overflow is
+// undefined, and uint8/uint16 would be promoted to int and overflow it).
+template <typename T>
+T mul_of(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<uint64_t>(static_cast<U>(a)) *
+                                         static_cast<uint64_t>(static_cast<U>(b))));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
 // x truncated toward zero into integer type T, saturating at T's range (NaN
 // gives 0): a scaled value out of range is not undefined behaviour, and
 // agrees with the GPU kernels, which saturate.
@@ -77,6 +90,9 @@ void reduce_typed(ReduceOp op, T* __restrict dst, const T* __restrict src, size_
     case ReduceOp::kMax:
       for (size_t i = 0; i < n; ++i) dst[i] = max_of(dst[i], src[i]);
       break;
+    case ReduceOp::kProduct:
+      for (size_t i = 0; i < n; ++i) dst[i] = mul_of(dst[i], src[i]);
+      break;
   }
 }
 
@@ -94,6 +110,9 @@ void combine_typed(ReduceOp op, T* __restrict dst, const T* __restrict a, const 
     case ReduceOp::kMax:
       for (size_t i = 0; i < n; ++i) dst[i] = max_of(a[i], b[i]);
       break;
+    case ReduceOp::kProduct:
+      for (size_t i = 0; i < n; ++i) dst[i] = mul_of(a[i], b[i]);
+      break;
   }
 }
 
@@ -103,7 +122,10 @@ void reduce_half(ReduceOp op, H* __restrict dst, const H* __restrict src, size_t
   for (size_t i = 0; i < n; ++i) {
     float a = static_cast<float>(dst[i]);
     float b = static_cast<float>(src[i]);
-    float r = (op == ReduceOp::kMin) ? min_of(a, b) : (op == ReduceOp::kMax) ? max_of(a, b) : a + b;
+    float r = (op == ReduceOp::kMin)       ? min_of(a, b)
+              : (op == ReduceOp::kMax)     ? max_of(a, b)
+              : (op == ReduceOp::kProduct) ? a * b
+                                           : a + b;
     dst[i] = H(r);
   }
 }
@@ -154,13 +176,17 @@ void scale_typed(T* dst, const T* src, size_t n, double factor) {
 template <ReduceOp kOp, bool kScale, typename T>
 T combine_scale_one(T a, T b, const Scale& scale) {
   if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
-    const T r = kOp == ReduceOp::kMin   ? min_of(a, b)
-                : kOp == ReduceOp::kMax ? max_of(a, b)
-                                        : add_of(a, b);
+    const T r = kOp == ReduceOp::kMin       ? min_of(a, b)
+                : kOp == ReduceOp::kMax     ? max_of(a, b)
+                : kOp == ReduceOp::kProduct ? mul_of(a, b)
+                                            : add_of(a, b);
     return kScale ? scale_one(r, scale) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);
-    const T r(kOp == ReduceOp::kMin ? min_of(x, y) : kOp == ReduceOp::kMax ? max_of(x, y) : x + y);
+    const T r(kOp == ReduceOp::kMin       ? min_of(x, y)
+              : kOp == ReduceOp::kMax     ? max_of(x, y)
+              : kOp == ReduceOp::kProduct ? x * y
+                                          : x + y);
     return kScale ? scale_one(r, scale) : r;
   }
 }
@@ -187,6 +213,8 @@ void combine_to_both_typed(ReduceOp op, T* dst, T* out, const T* a, const T* b, 
       return combine_to_both_loop<ReduceOp::kMin, kScale>(dst, out, a, b, n, factor);
     case ReduceOp::kMax:
       return combine_to_both_loop<ReduceOp::kMax, kScale>(dst, out, a, b, n, factor);
+    case ReduceOp::kProduct:
+      return combine_to_both_loop<ReduceOp::kProduct, kScale>(dst, out, a, b, n, factor);
   }
 }
 
@@ -312,7 +340,9 @@ void fill_identity(DataType dtype, ReduceOp op, void* buf, size_t count) {
     using L = std::numeric_limits<T>;
     const bool min = op == ReduceOp::kMin;
     T value;
-    if constexpr (L::has_infinity)
+    if (op == ReduceOp::kProduct)
+      value = T(1);
+    else if constexpr (L::has_infinity)
       value = min ? L::infinity() : T(-L::infinity());
     else
       value = min ? L::max() : L::lowest();

@@ -9,7 +9,8 @@
 
 namespace ringscope {
 
-// dst[i] = op(dst[i], src[i]) for count elements. Average combines as Sum.
+// dst[i] = op(dst[i], src[i]) for count elements. Average combines as Sum;
+// Product multiplies (integers wrap).
 void reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, size_t count);
 
 // dst[i] = op(a[i], b[i]) for count elements; dst may not overlap a or b.
@@ -34,7 +35,7 @@ void narrow_scaled_to_both(DataType dtype, void* dst, void* out, const float* ac
 
 // buf[i] = the value that leaves op's result unchanged: 0 for Sum and
 // Average, the largest value (+inf for floats) for Min, the lowest (-inf)
-// for Max. What a joined rank contributes (join_stand_ins.h).
+// for Max, 1 for Product. What a joined rank contributes (join_stand_ins.h).
 void fill_identity(DataType dtype, ReduceOp op, void* buf, size_t count);
 
 // buf[i] *= factor (integers are scaled in double and truncated).

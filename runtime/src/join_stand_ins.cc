@@ -26,6 +26,7 @@ size_t stand_in_bytes(const Response& r) {
 // so must the stand-in's (inf * 0 is NaN). Integer Min and Max with a
 // factor are refused by the coordinator (coordinator.cc).
 ReduceOp prescaled_op(const Request& t) {
+  if (t.reduce == ReduceOp::kProduct && t.prescale == 0.0) return ReduceOp::kSum;  // zeros
   if (t.reduce != ReduceOp::kMin && t.reduce != ReduceOp::kMax) return t.reduce;
   if (t.prescale == 0.0) return ReduceOp::kSum;  // zeros
   if (t.prescale > 0.0) return t.reduce;
@@ -77,6 +78,11 @@ void JoinStandIns::fill(const std::vector<Response>& responses,
           }
           fill_identity(r.tensor.dtype, prescaled_op(r.tensor), mine,
                         static_cast<size_t>(num_elements(r.tensor.shape)));
+          // A float product's 1 is prescaled with the rest: send 1 / prescale
+          // (integer products with a prescale are refused: coordinator.cc).
+          if (prescaled_op(r.tensor) == ReduceOp::kProduct && r.tensor.prescale != 1.0)
+            scale_in_place(r.tensor.dtype, mine, static_cast<size_t>(num_elements(r.tensor.shape)),
+                           1.0 / r.tensor.prescale);
           e.input = mine;  // in place
           break;
         case OpType::kAllgather: {

@@ -115,6 +115,8 @@ MPI_Op mpi_op(ReduceOp op) {
       return MPI_MIN;
     case ReduceOp::kMax:
       return MPI_MAX;
+    case ReduceOp::kProduct:
+      return MPI_PROD;
     default:
       return MPI_SUM;
   }

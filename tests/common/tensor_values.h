@@ -85,6 +85,8 @@ inline double expected_allreduce(DataType t, ReduceOp op, int n, size_t i, doubl
       acc = std::min(acc, v);
     else if (op == ReduceOp::kMax)
       acc = std::max(acc, v);
+    else if (op == ReduceOp::kProduct)
+      acc = t == DataType::kUInt8 ? std::fmod(acc * v, 256.0) : acc * v;  // uint8 wraps
     else
       acc += v;
   }

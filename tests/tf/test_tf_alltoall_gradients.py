@@ -2,7 +2,7 @@
 alltoall of every dtype with uneven and empty splits and the received splits,
 the equal split, inside tf.function, wrong splits raised on every rank with
 the rank named; then, with the loss summed over ranks, the gradient through
-allreduce (Sum, Average with scale factors, Max), allgather (rows differ per
+allreduce (Sum, Average with scale factors, Max, Min, Product), allgather (rows differ per
 rank), broadcast, reducescatter and alltoall, eagerly and in a tf.function."""
 
 from harness import assert_close, finish, hvd, np, test, tf
@@ -107,6 +107,17 @@ def allreduce_gradients_sum_average_scale_factors_and_max():
     g = grad_of(lambda v: tf.reduce_sum(
         hvd.allreduce(v, op=hvd.Min, prescale_factor=2.0, name="g/min") * WEIGHT), x)
     assert_close(g, np.full_like(x, 2 * WEIGHTS if R == 0 else 0.0), tf.float32, "Min")
+    # Product with scale factors: d/dx_r of post * prod_j(pre * x_j) is
+    # post * pre * prod_{j != r}(pre * x_j); a 0 on another rank zeroes it
+    x = np.array([1.0, 2.0, 0.5, 3.0], np.float32) + R
+    x[0] = 0.0 if R == N - 1 else x[0]
+    g = grad_of(lambda v: tf.reduce_sum(
+        hvd.allreduce(v, op=hvd.Product, prescale_factor=2.0, postscale_factor=0.5,
+                      name="g/prod") * WEIGHT), x)
+    every = [np.array([1.0, 2.0, 0.5, 3.0]) + r for r in range(N)]
+    every[N - 1][0] = 0.0
+    others = np.prod([2.0 * every[r] for r in range(N) if r != R], axis=0)
+    assert_close(g, WEIGHTS * 0.5 * 2.0 * others, tf.float32, "Product")
 
 
 @test

@@ -1,5 +1,5 @@
 """Horovod's semantics, under mpirun (np=2 and 3): the gradients of
-allreduce (Min/Max), allgather, broadcast and reducescatter as Horovod's
+allreduce (Min/Max/Product), allgather, broadcast and reducescatter as Horovod's
 mpi_ops.py defines them (the default RINGSCOPE_COLLECTIVE_GRADIENTS=horovod),
 eagerly, in a tf.function and in a TensorFlow 1 graph run by a session
 (where a gradient one rank can prune would leave the others waiting);
@@ -94,6 +94,10 @@ def allreduce_min_max_gradients_are_reduced_with_the_same_op():
     assert_close(g, np.full_like(x, 2.0), tf.float32, "Min with a prescale")
     g = grad_of(lambda v: tf.reduce_sum(hvd.allreduce(v, op=hvd.Sum, name="hs/sum") * WEIGHT), x)
     assert_close(g, np.full_like(x, WEIGHTS), tf.float32, "Sum")
+    # Product: the upstream gradients (every rank's WEIGHT) multiplied
+    g = grad_of(lambda v: tf.reduce_sum(hvd.allreduce(v, op=hvd.Product, name="hs/prod") * WEIGHT),
+                x)
+    assert_close(g, np.full_like(x, float(np.prod(np.arange(1, N + 1)))), tf.float32, "Product")
 
 
 @test

@@ -27,6 +27,8 @@ def reference(op, shape, salt, pre=1.0, post=1.0, integer=False):
         out = np.minimum.reduce(vals)
     elif op == hvd.Max:
         out = np.maximum.reduce(vals)
+    elif op == hvd.Product:
+        out = np.prod(vals, axis=0)
     else:
         out = np.sum(vals, axis=0)
     out = out * post * (1.0 / N if op == hvd.Average else 1.0)
@@ -37,13 +39,15 @@ def reference(op, shape, salt, pre=1.0, post=1.0, integer=False):
 def allreduce_every_dtype_and_op():
     salt = 0
     for dtype in DTYPES:
-        for op in (hvd.Sum, hvd.Average, hvd.Min, hvd.Max):
+        for op in (hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product):
             for shape in [(0,), (1,), (3, 5), (1000,)]:
                 salt += 1
                 x = tf.cast(tf.constant(rank_values(R, shape, salt)), dtype)
                 y = hvd.allreduce(x, op=op, name=f"ops/{dtype.name}/{op}/{salt}")
                 assert y.dtype == dtype and y.shape == x.shape
                 want = reference(op, shape, salt, integer=dtype.is_integer)
+                if dtype == tf.uint8:
+                    want = want % 256  # an integer product wraps, as in numpy
                 assert_close(tf.cast(y, tf.float64).numpy(), want, dtype, f"{dtype.name} op {op}")
 
 
@@ -52,6 +56,25 @@ def scale_factors():
     x = tf.constant(rank_values(R, (50,), 1), tf.float32)
     y = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")
     assert_close(y.numpy(), reference(hvd.Sum, (50,), 1, 0.5, 3.0), tf.float32, "scaled")
+
+
+@test
+def product_grouped_scaled_and_in_tf_function():
+    xs = [tf.constant(rank_values(R, (7,), s) + 1, tf.float32) for s in range(3)]
+    want = [np.prod([(rank_values(r, (7,), s) + 1) * 0.5 for r in range(N)], axis=0) * 2.0
+            for s in range(3)]
+    got = hvd.grouped_allreduce(xs, op=hvd.Product, prescale_factor=0.5, postscale_factor=2.0,
+                                name="prod/group")
+    for g, w in zip(got, want):
+        assert_close(g.numpy(), w, tf.float32, "grouped product")
+    f = tf.function(lambda v: hvd.allreduce(v, op=hvd.Product, name="prod/fn"))
+    assert_close(f(xs[0]).numpy(), np.prod([rank_values(r, (7,), 0) + 1 for r in range(N)], 0),
+                 tf.float32, "product in a tf.function")
+    try:
+        hvd.reducescatter(xs[0], op=hvd.Product, name="prod/rs")
+        raise AssertionError("reducescatter took Product")
+    except ValueError as e:
+        assert "not Product" in str(e), str(e)
 
 
 @test

@@ -297,15 +297,27 @@ TEST_CASE("a joined rank counts as ready for every name and the others are valid
   imin.dtype = DataType::kFloat32;
   c.add(0, imin, &ready);
   c.add(1, imin, &ready);
+  Request iprod = req("iprod", {4}, DataType::kInt64);
+  iprod.reduce = ReduceOp::kProduct;
+  iprod.prescale = 3;
+  c.add(0, iprod, &ready);
+  c.add(1, iprod, &ready);
+  iprod.name = "fprod";
+  iprod.dtype = DataType::kFloat64;
+  c.add(0, iprod, &ready);
+  c.add(1, iprod, &ready);
   c.add_completed(&ready);
-  REQUIRE(ready.size() == 5);
+  REQUIRE(ready.size() == 7);
   CHECK(ready[0].error ==
         "reducescatter of tensor 'rs' cannot run while rank 2 has joined: a joined rank stands in "
         "only for allreduce, allgather and broadcast");
   CHECK(ready[1].error.find("root rank 2 has joined") != std::string::npos);
   CHECK(ready[2].error.find("GPU tensors are not supported with join") != std::string::npos);
-  CHECK(ready[3].error.find("integer min or max with a prescale factor") != std::string::npos);
+  CHECK(ready[3].error.find("integer min, max or product with a prescale factor") != std::string::npos);
   CHECK(ready[4].kind == Response::Kind::kRun);  // a float one is stood in for
+  CHECK(ready[5].error.find("integer min, max or product with a prescale factor") !=
+        std::string::npos);
+  CHECK(ready[6].kind == Response::Kind::kRun);  // a float product: 1 / prescale
   // A joined rank that still submitted the tensor is no stand-in.
   ready.clear();
   c.add(2, req("rs2", {6}, DataType::kFloat32, OpType::kReducescatter), &ready);

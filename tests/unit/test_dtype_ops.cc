@@ -21,7 +21,8 @@ TEST_CASE("combine_scaled_to_both rounds as combine then scale, also in place", 
   const size_t count = 1037;  // not a multiple of any vector width
   for (DataType t : all_dtypes()) {
     const size_t es = dtype_size(t);
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                        ReduceOp::kProduct}) {
       for (double factor : {1.0, 0.5, 0.3}) {
         INFO(dtype_name(t) << " op " << static_cast<int>(op) << " factor " << factor);
         const std::vector<uint8_t> a = make_input(t, 1, count), b = make_input(t, 2, count, 7);
@@ -166,4 +167,31 @@ TEST_CASE("integer scaling saturates out of range and integer sums wrap", "[scal
   std::vector<int64_t> c(17, INT64_MIN), d(17, -1), out(17);
   combine(DataType::kInt64, ReduceOp::kSum, out.data(), c.data(), d.data(), out.size());
   for (int64_t v : out) CHECK(v == INT64_MAX);
+}
+
+TEST_CASE("Product multiplies every dtype, integers wrap, and its identity is 1", "[product]") {
+  std::vector<uint8_t> u8 = {3, 16, 255}, v8 = {5, 17, 255};
+  reduce_into(DataType::kUInt8, ReduceOp::kProduct, u8.data(), v8.data(), u8.size());
+  CHECK(u8 == std::vector<uint8_t>{15, 16, 1});  // 272 and 65025 wrap mod 256
+  std::vector<int32_t> i32 = {-3, INT32_MAX, 7}, j32 = {4, 2, -1}, o32(3);
+  combine(DataType::kInt32, ReduceOp::kProduct, o32.data(), i32.data(), j32.data(), 3);
+  CHECK(o32 == std::vector<int32_t>{-12, -2, -7});  // INT32_MAX * 2 wraps to -2
+  std::vector<int64_t> i64 = {INT64_MIN, -5}, j64 = {-1, 6};
+  reduce_into(DataType::kInt64, ReduceOp::kProduct, i64.data(), j64.data(), 2);
+  CHECK(i64 == std::vector<int64_t>{INT64_MIN, -30});
+  std::vector<double> f = {0.5, -2.0, 3.0}, g = {4.0, 0.25, -0.0};
+  reduce_into(DataType::kFloat64, ReduceOp::kProduct, f.data(), g.data(), 3);
+  CHECK(f[0] == 2.0);
+  CHECK(f[1] == -0.5);
+  CHECK(f[2] == 0.0);
+  CHECK(std::signbit(f[2]));
+  for (DataType t : all_dtypes()) {
+    INFO(dtype_name(t));
+    const size_t count = 9, es = dtype_size(t);
+    const std::vector<uint8_t> x = make_input(t, 3, count);
+    std::vector<uint8_t> one(count * es), got(count * es);
+    fill_identity(t, ReduceOp::kProduct, one.data(), count);
+    combine(t, ReduceOp::kProduct, got.data(), x.data(), one.data(), count);
+    CHECK(std::memcmp(got.data(), x.data(), count * es) == 0);
+  }
 }

@@ -339,6 +339,33 @@ TEST_CASE("min and max with a negative or zero prescale keep the identity of a j
   REQUIRE(checks.ok());
 }
 
+TEST_CASE("a float product with a prescale keeps the identity of a joined rank",
+          "[runtime][join]") {
+  const int n = 3;
+  ThreadChecks checks;
+  run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
+    if (r == 0) {
+      checks.expect(join_and_wait(rt, checks) >= 1, "join");
+      return;
+    }
+    for (double pre : {-2.0, 0.0, 0.5})
+      for (ReduceOp op : {ReduceOp::kProduct}) {
+        std::vector<double> v(5, r == 1 ? 3.0 : 7.0);
+        const std::string name = std::string("m") + reduce_op_name(op) + std::to_string(pre);
+        Status s = run_op(
+            rt, allreduce_entry(name, DataType::kFloat64, {5}, v.data(), v.data(), op, pre, 1.0));
+        const double a = 3.0 * pre, b = 7.0 * pre;
+        const double want = a * b;  // the stand-in sent 1 / pre
+        checks.expect(s.ok() && v[0] == want, name + ": " + s.to_string() + " got " +
+                                                  std::to_string(v[0]) + " want " +
+                                                  std::to_string(want));
+      }
+    checks.expect(join_and_wait(rt, checks) >= 1, "join");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
+}
+
 TEST_CASE("a cached integer min with a prescale is refused once a rank has joined",
           "[runtime][join]") {
   ThreadChecks checks;
@@ -364,7 +391,7 @@ TEST_CASE("a cached integer min with a prescale is refused once a rank has joine
     s = run_min();  // a cache hit: must not run with a stand-in that overflows
     checks.expect(
         !s.ok() &&
-            s.message().find("integer min or max with a prescale factor") != std::string::npos,
+            s.message().find("integer min, max or product with a prescale factor") != std::string::npos,
         "cached imin with rank 0 joined: " + s.to_string() + " value " + std::to_string(v[0]));
     checks.expect(join_and_wait(rt, checks) == 1, "rank 1 joined last");
   });

@@ -71,7 +71,8 @@ TEST_CASE("every dtype and op with scale factors through the runtime", "[runtime
   ThreadChecks checks;
   run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
     for (DataType t : all_dtypes())
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                          ReduceOp::kProduct}) {
         const size_t count = 37;
         const double pre = (t == DataType::kUInt8) ? 1.0 : 2.0, post = 0.5;
         std::vector<uint8_t> in = make_input(t, r, count), out(in.size());

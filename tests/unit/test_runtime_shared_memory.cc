@@ -48,7 +48,8 @@ int fused_step_every_dtype_and_op(int n, bool shared_memory, ThreadChecks* check
       [&](int r, Runtime& rt) {
         int salt = 0;
         for (DataType t : all_dtypes())
-          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                              ReduceOp::kProduct}) {
             const double pre = (op == ReduceOp::kSum && t != DataType::kUInt8) ? 2.0 : 1.0;
             const double post = (op == ReduceOp::kMax) ? 0.5 : 1.0;
             std::vector<std::vector<uint8_t>> in, out;

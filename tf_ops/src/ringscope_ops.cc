@@ -143,8 +143,9 @@ class AllreduceOp : public RingscopeKernel {
   explicit AllreduceOp(tf::OpKernelConstruction* ctx) : RingscopeKernel(ctx) {
     int op = 0;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("reduce_op", &op));
-    OP_REQUIRES(ctx, op >= 0 && op <= 3,
-                tf::errors::InvalidArgument("reduce_op must be 0..3 (Sum, Average, Min, Max)"));
+    OP_REQUIRES(ctx, op >= 0 && op <= 4,
+                tf::errors::InvalidArgument(
+                    "reduce_op must be 0..4 (Sum, Average, Min, Max, Product)"));
     reduce_op_ = static_cast<ringscope::ReduceOp>(op);
     OP_REQUIRES_OK(ctx, scale_factor_attr(ctx, "prescale_factor", &prescale_));
     OP_REQUIRES_OK(ctx, scale_factor_attr(ctx, "postscale_factor", &postscale_));
@@ -468,7 +469,9 @@ REGISTER_OP("RingscopeAllreduce")
       c->set_output(0, c->input(0));
       return tf::Status();
     })
-    .Doc("Allreduce of `tensor` across all ranks (reduce_op: 0 Sum, 1 Average, 2 Min, 3 Max).");
+    .Doc(
+        "Allreduce of `tensor` across all ranks (reduce_op: 0 Sum, 1 Average, 2 Min, 3 Max, 4 "
+        "Product).");
 
 REGISTER_OP("RingscopeGroupedAllreduce")
     .Attr(RINGSCOPE_TYPES)

@@ -217,8 +217,8 @@ bool Coordinator::refuse_stand_in(const std::string& name,
     why = "its root rank " + std::to_string(first.root) + " has joined and has no tensor to send";
   else if (lacks_scaled_identity(first))
     why =
-        "an integer min or max with a prescale factor has no value a stand-in could send "
-        "(the scaled identity would overflow)";
+        "an integer min, max or product with a prescale factor has no value a stand-in could "
+        "send (the scaled identity would overflow or is not an integer)";
   if (why.empty()) return false;
   resp->kind = Response::Kind::kError;
   resp->error = std::string(op_type_name(first.op)) + " of tensor '" + name +

@@ -67,6 +67,8 @@ const char* reduce_op_name(ReduceOp op) {
       return "min";
     case ReduceOp::kMax:
       return "max";
+    case ReduceOp::kProduct:
+      return "product";
   }
   return "?";
 }

@@ -37,6 +37,8 @@ inline ncclRedOp_t nccl_op(ReduceOp op) {
       return ncclMin;
     case ReduceOp::kMax:
       return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
   }
   return ncclSum;
 }

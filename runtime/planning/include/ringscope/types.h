@@ -22,7 +22,8 @@ enum class DataType : uint8_t {
   kFloat64 = 6,
 };
 
-enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
+// kProduct: the element-wise product over ranks (integers wrap).
+enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4 };
 
 // Which algorithm the CPU allreduce uses. kAuto: ringscope picks by size
 // and world (shared memory on one node, recursive doubling for small

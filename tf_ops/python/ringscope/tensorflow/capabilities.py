@@ -59,7 +59,7 @@ def ccl_built():
 _NOT_PROVIDED = {
     "ProcessSet": "process sets", "add_process_set": "process sets",
     "remove_process_set": "process sets", "global_process_set": "process sets",
-    "elastic": "elastic training", "Adasum": "the Adasum op", "Product": "the Product op",
+    "elastic": "elastic training", "Adasum": "the Adasum op",
     "BroadcastGlobalVariablesHook": "TF1 session hooks (use broadcast_variables or "
     "BroadcastGlobalVariablesCallback)",
     "broadcast_object_fn": "TF1 sessions (use broadcast_object)",

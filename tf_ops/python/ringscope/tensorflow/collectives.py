@@ -16,7 +16,7 @@ from ringscope.tensorflow._library import ops as _ops
 from ringscope.tensorflow.compression import Compression
 
 # Reduce ops (same values as the C++ ReduceOp).
-Sum, Average, Min, Max = 0, 1, 2, 3
+Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
 
 _together_lock = threading.Lock()
 _together_fns = {}  # eager grouped calls: one tf.function per key (names and arguments)
@@ -110,8 +110,8 @@ def _reduce_op(op, average):
         raise ValueError("give either op or the deprecated average, not both")
     if op is None:
         op = Sum if average is False else Average
-    if op not in (Sum, Average, Min, Max):
-        raise ValueError(f"unknown reduce op {op!r}: use Sum, Average, Min or Max")
+    if op not in (Sum, Average, Min, Max, Product):
+        raise ValueError(f"unknown reduce op {op!r}: use Sum, Average, Min, Max or Product")
     return op
 
 
@@ -305,10 +305,14 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     """Reduces ``tensor`` over all ranks (default: Average) and returns this
     rank's rows of the result along dim 0: the first dim0 % size() ranks get
     one row more than the others, as in Horovod. ``op``: Sum, Average, Min
-    or Max. CPU tensors; every rank passes the same shape. Arguments in
-    Horovod's order; ``device_dense`` is accepted and changes nothing."""
+    or Max (Product, as in Horovod, is an allreduce's only). CPU tensors;
+    every rank passes the same shape. Arguments in Horovod's order;
+    ``device_dense`` is accepted and changes nothing."""
     _check_device_dense(device_dense)
     op = _reduce_op(op, None)
+    if op == Product:
+        raise ValueError("reducescatter takes Sum, Average, Min or Max, not Product (an "
+                         "allreduce's op, as in Horovod)")
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
     out = _ops.ringscope_reducescatter(

@@ -13,7 +13,7 @@ rank: init() checks it; docs/tensorflow.md, "Gradients of collectives"):
 the same:
 
 - allreduce: the gradient is allreduced with the forward op and scale
-  factors (Min and Max too).
+  factors (Min, Max and Product too).
 - allgather: the gradient is averaged over ranks and each rank keeps its rows.
 - broadcast: the gradient is averaged over ranks; the root gets it, the
   other ranks zeros (that still depend on the allreduce, so a graph run
@@ -28,7 +28,9 @@ the same:
   goes to the elements that hold the extreme value, each of them in full
   where several ranks tie. The holders are found by comparing the scaled
   input with the result: with 16-bit floats and scale factors they are
-  exact only where the scaled values are.
+  exact only where the scaled values are. Product: the summed gradient
+  times the product of the other ranks' (scaled) inputs, which are
+  allgathered (exact where an input is 0, unlike a division).
 - allgather: the gradients are summed over ranks and each rank keeps its rows.
 - broadcast: the summed gradient goes to the root; other ranks get zeros.
 - reducescatter: every rank's row gradients are gathered and scaled like
@@ -46,7 +48,7 @@ import tensorflow as tf
 import ringscope.tensorflow as _hvd
 from ringscope.tensorflow._library import ops as _ops
 
-_SUM, _AVERAGE = 0, 1
+_SUM, _AVERAGE, _PRODUCT = 0, 1, 4
 
 CONVENTION_VARIABLE = "RINGSCOPE_COLLECTIVE_GRADIENTS"
 CONVENTIONS = ("horovod", "sum")
@@ -94,6 +96,16 @@ def _extreme_mask(op, full_result, x):
     return tf.cast(tf.equal(scaled, full_result), x.dtype) * tf.cast(pre * post, x.dtype)
 
 
+def _product_others(op, x, name):
+    """d(result)/dx for a Product: the forward op's scale factors times the
+    product of every other rank's prescaled input (allgathered as `name`)."""
+    pre, post = _reduce_factors(op)
+    every = _ops.ringscope_allgather(tf.expand_dims(x, 0), tensor_name=name)
+    r = _hvd.rank()
+    others = tf.concat([every[:r], every[r + 1:]], axis=0)
+    return tf.reduce_prod(_scaled(others, pre), axis=0) * tf.cast(pre * post, x.dtype)
+
+
 def _own_rows(grad, op):
     """This rank's rows of ``grad``, an allgather's output gradient: every
     rank's dim 0 is gathered (on the host) to split it."""
@@ -110,6 +122,9 @@ def _allreduce_grad(op, grad):
         return _ops.ringscope_allreduce(grad, reduce_op=reduce_op, prescale_factor=pre,
                                         postscale_factor=post, tensor_name=_grad_name(op))
     summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op))
+    if reduce_op == _PRODUCT:
+        name = _grad_name(op, "grad_inputs")
+        return summed * _product_others(op, op.inputs[0], name)
     return summed * _extreme_mask(op, op.outputs[0], op.inputs[0])
 
 
@@ -132,6 +147,9 @@ def _grouped_allreduce_grad(op, *grads):
             tensor_names=[f"{n}/grad" for n in names])
     summed = _ops.ringscope_grouped_allreduce(
         grads, reduce_op=_SUM, tensor_names=[f"{n}/grad" for n in names])
+    if reduce_op == _PRODUCT:
+        return [s * _product_others(op, x, f"{n}/grad_inputs")
+                for s, x, n in zip(summed, op.inputs, names)]
     return [s * _extreme_mask(op, out, x)
             for s, out, x in zip(summed, op.outputs, op.inputs)]
 
