@@ -235,6 +235,12 @@ void dispatch(DataType dtype, Fn&& fn) {
       return fn(float{});
     case DataType::kFloat64:
       return fn(double{});
+    case DataType::kInt8:
+      return fn(int8_t{});
+    case DataType::kInt16:
+      return fn(int16_t{});
+    case DataType::kUInt16:
+      return fn(uint16_t{});
   }
 }
 

@@ -98,6 +98,15 @@ bool mpi_datatype(DataType dtype, MPI_Datatype* out) {
     case DataType::kInt64:
       *out = MPI_INT64_T;
       return true;
+    case DataType::kInt8:
+      *out = MPI_INT8_T;
+      return true;
+    case DataType::kInt16:
+      *out = MPI_INT16_T;
+      return true;
+    case DataType::kUInt16:
+      *out = MPI_UINT16_T;
+      return true;
     case DataType::kFloat32:
       *out = MPI_FLOAT;
       return true;

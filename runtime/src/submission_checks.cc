@@ -39,6 +39,13 @@ Status check_submission(const TensorEntry& entry, int rank, int size) {
                   rank);
   const bool has_data = num_elements(r.shape) > 0;
   bool needs_output = has_data && !varies_dim0(r.op);
+  if ((r.dtype == DataType::kInt16 || r.dtype == DataType::kUInt16) && r.on_device())
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(op_type_name(r.op)) + " of '" + r.name + "': " +
+                      dtype_name(r.dtype) +
+                      " device (GPU) tensors are not supported: NCCL has no 16-bit integer "
+                      "type; pass a host copy, or cast to int32",
+                  rank);
   if ((r.op == OpType::kReducescatter || r.op == OpType::kAlltoall) && r.on_device())
     return Status(StatusCode::kUnimplemented,
                   std::string(op_type_name(r.op)) + " of '" + r.name +

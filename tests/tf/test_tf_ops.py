@@ -1,5 +1,5 @@
 """TensorFlow ops against a numpy reference, under mpirun (np=2 and 3):
-every dtype and reduce op, scale factors, allgather with per-rank dim 0,
+every dtype (int8, int16 and uint16 too) and reduce op (Product too), scale factors, allgather with per-rank dim 0,
 reducescatter (rows split as Horovod does), broadcast, grouped and sparse
 allreduce, fp16 compression, eager and
 tf.function, shape functions, errors raised on every rank with the message,
@@ -10,7 +10,8 @@ from harness import assert_close, finish, hvd, np, test, tf
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
-DTYPES = [tf.uint8, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64]
+DTYPES = [tf.uint8, tf.int8, tf.int16, tf.uint16, tf.int32, tf.int64, tf.float16, tf.bfloat16,
+          tf.float32, tf.float64]
 
 
 def rank_values(rank, shape, salt=0):
@@ -46,8 +47,8 @@ def allreduce_every_dtype_and_op():
                 y = hvd.allreduce(x, op=op, name=f"ops/{dtype.name}/{op}/{salt}")
                 assert y.dtype == dtype and y.shape == x.shape
                 want = reference(op, shape, salt, integer=dtype.is_integer)
-                if dtype == tf.uint8:
-                    want = want % 256  # an integer product wraps, as in numpy
+                if dtype.is_integer:  # an integer product wraps, as in numpy
+                    want = np.asarray(want).astype(np.int64).astype(dtype.as_numpy_dtype)
                 assert_close(tf.cast(y, tf.float64).numpy(), want, dtype, f"{dtype.name} op {op}")
 
 
@@ -107,7 +108,7 @@ def allgather_with_different_first_dims():
 def reducescatter_gives_each_rank_its_rows_of_every_dtype_and_op():
     salt = 50
     for dtype in DTYPES:
-        integer = dtype in (tf.uint8, tf.int32, tf.int64)
+        integer = dtype.is_integer
         for op in (hvd.Sum, hvd.Average, hvd.Min, hvd.Max):
             for rows in (N - 1 if N > 1 else 1, 2 * N + 1):  # fewer rows than ranks, and more
                 salt += 1
@@ -158,7 +159,7 @@ def broadcast_from_every_root():
 @test
 def broadcast_and_allgather_move_bools_and_small_integers():
     # Horovod's broadcast and allgather take these types (a stop flag is a
-    # bool); the ops carry them as bytes.
+    # bool, carried as bytes; the small integers are the ops' own types).
     flag = hvd.broadcast(tf.constant(R == 0), 0, name="bcast/bool")
     assert flag.dtype == tf.bool and bool(flag.numpy()) is True
     for dtype in (tf.int8, tf.int16, tf.uint16):

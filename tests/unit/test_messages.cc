@@ -208,4 +208,16 @@ TEST_CASE("submissions with impossible sizes or non-finite scale factors are ref
     CHECK_FALSE(check_submission(e, 0, 2).ok());
     e.req.postscale = 1.0;
   }
+  // 16-bit integers on a device: NCCL has no such type; on the host: fine.
+  for (DataType t : {DataType::kInt16, DataType::kUInt16}) {
+    e.req.dtype = t;
+    e.req.device = -1;
+    CHECK(check_submission(e, 0, 2).ok());
+    e.req.device = 0;
+    s = check_submission(e, 0, 2);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("NCCL has no 16-bit integer type") != std::string::npos);
+  }
+  e.req.dtype = DataType::kInt8;  // NCCL has int8
+  CHECK(check_submission(e, 0, 2).ok());
 }

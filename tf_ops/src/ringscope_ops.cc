@@ -45,6 +45,15 @@ bool to_ringscope_dtype(tf::DataType t, ringscope::DataType* out) {
     case tf::DT_DOUBLE:
       *out = ringscope::DataType::kFloat64;
       return true;
+    case tf::DT_INT8:
+      *out = ringscope::DataType::kInt8;
+      return true;
+    case tf::DT_INT16:
+      *out = ringscope::DataType::kInt16;
+      return true;
+    case tf::DT_UINT16:
+      *out = ringscope::DataType::kUInt16;
+      return true;
     default:
       return false;
   }
@@ -445,7 +454,7 @@ RINGSCOPE_TOPOLOGY_OP("RingscopeRank", rank);
 RINGSCOPE_TOPOLOGY_OP("RingscopeLocalSize", local_size);
 RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", local_rank);
 
-#define RINGSCOPE_TYPES "T: {uint8, int32, int64, half, bfloat16, float, double}"
+#define RINGSCOPE_TYPES "T: {uint8, int8, int16, uint16, int32, int64, half, bfloat16, float, double}"
 
 // The collectives are stateful: they run on every rank even where a rank
 // does not use the result (`if hvd.rank() == 0: tf.print(avg)` would

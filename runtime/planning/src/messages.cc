@@ -90,7 +90,7 @@ bool get_request(Reader& rd, Request* r) {
       !rd.get(&r->root) || !rd.get(&r->prescale) || !rd.get(&r->postscale) || !rd.i64s(&r->shape) ||
       !rd.get(&r->device))
     return false;
-  if (op > kMaxOpType || dtype > 6 || reduce > 4) return false;
+  if (op > kMaxOpType || dtype > 9 || reduce > 4) return false;
   if (static_cast<OpType>(op) == OpType::kAlltoall && !rd.i64s(&r->splits)) return false;
   r->op = static_cast<OpType>(op);
   r->dtype = static_cast<DataType>(dtype);
@@ -121,8 +121,7 @@ const char* op_type_name(OpType op) {
 }
 
 bool lacks_scaled_identity(const Request& r) {
-  const bool integer =
-      r.dtype == DataType::kUInt8 || r.dtype == DataType::kInt32 || r.dtype == DataType::kInt64;
+  const bool integer = is_integer_dtype(r.dtype);
   if (!reduces(r.op) || r.prescale == 1.0) return false;
   // A product's stand-in would send 1 / prescale: exact for no integer.
   return ((r.reduce == ReduceOp::kMin || r.reduce == ReduceOp::kMax) && integer) ||

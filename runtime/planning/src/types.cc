@@ -21,8 +21,25 @@ size_t dtype_size(DataType dtype) {
       return 4;
     case DataType::kFloat64:
       return 8;
+    case DataType::kInt8:
+      return 1;
+    case DataType::kInt16:
+    case DataType::kUInt16:
+      return 2;
   }
   return 0;
+}
+
+bool is_integer_dtype(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      return false;
+    default:
+      return true;
+  }
 }
 
 const char* dtype_name(DataType dtype) {
@@ -41,6 +58,12 @@ const char* dtype_name(DataType dtype) {
       return "float32";
     case DataType::kFloat64:
       return "float64";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kUInt16:
+      return "uint16";
   }
   return "?";
 }

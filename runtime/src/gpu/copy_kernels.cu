@@ -190,6 +190,12 @@ cudaError_t launch_scaled_copies(const std::vector<CopySpan>& spans, DataType dt
       return launch_typed<float, float>(spans, scale, stream);
     case DataType::kFloat64:
       return launch_typed<double, double>(spans, scale, stream);
+    case DataType::kInt8:
+      return launch_typed<int8_t, double>(spans, scale, stream);
+    case DataType::kInt16:
+      return launch_typed<int16_t, double>(spans, scale, stream);
+    case DataType::kUInt16:
+      return launch_typed<uint16_t, double>(spans, scale, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -23,8 +23,7 @@ ScalePlan plan_scaling(ReduceOp op, double prescale, double postscale, int world
   p.prescale = prescale;
   p.postscale = postscale;
   p.nccl_op = op;
-  const bool integer =
-      dtype == DataType::kUInt8 || dtype == DataType::kInt32 || dtype == DataType::kInt64;
+  const bool integer = is_integer_dtype(dtype);
   if (op == ReduceOp::kAverage && (algorithm == DeviceAllreduce::kHierarchical || integer)) {
     p.nccl_op = ReduceOp::kSum;
     p.postscale = postscale * (1.0 / static_cast<double>(world_size > 0 ? world_size : 1));

@@ -7,8 +7,15 @@
 
 namespace ringscope::gpu {
 
+// NCCL has no 16-bit integers: device int16 / uint16 tensors are refused
+// at submission (submission_checks.cc), so they never get here.
 inline ncclDataType_t nccl_dtype(DataType d) {
   switch (d) {
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kInt16:
+    case DataType::kUInt16:
+      return ncclFloat16;  // unreachable (see above); two bytes, never reduced
     case DataType::kUInt8:
       return ncclUint8;
     case DataType::kInt32:

@@ -20,6 +20,9 @@ enum class DataType : uint8_t {
   kBFloat16 = 4,
   kFloat32 = 5,
   kFloat64 = 6,
+  kInt8 = 7,
+  kInt16 = 8,
+  kUInt16 = 9,
 };
 
 // kProduct: the element-wise product over ranks (integers wrap).
@@ -32,6 +35,7 @@ enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kPro
 enum class CpuAllreduce : uint8_t { kAuto = 0, kMpi = 1, kRing = 2 };
 
 size_t dtype_size(DataType dtype);
+bool is_integer_dtype(DataType dtype);
 const char* dtype_name(DataType dtype);
 const char* reduce_op_name(ReduceOp op);
 // "auto", "mpi" or "ring": RINGSCOPE_CPU_ALLREDUCE's values.

@@ -269,14 +269,10 @@ def _register_group(names):
 
 
 def _as_bytes(tensor):
-    """A tensor of a type the ops do not carry (bool, int8, int16, uint16),
-    as uint8 bytes that can be moved (a trailing dimension of 2 for 16-bit
-    types), and the function that turns moved bytes back."""
-    dtype = tensor.dtype
-    if dtype == tf.bool:
+    """A tensor of a type the ops do not carry (bool) as uint8 that can be
+    moved, and the function that turns moved bytes back."""
+    if tensor.dtype == tf.bool:
         return tf.cast(tensor, tf.uint8), lambda t: tf.cast(t, tf.bool)
-    if dtype in (tf.int8, tf.int16, tf.uint16):
-        return tf.bitcast(tensor, tf.uint8), lambda t: tf.bitcast(t, dtype)
     return tensor, lambda t: t
 
 
