@@ -286,7 +286,7 @@ void FlightDumper::run() {
 }
 
 void FlightDumper::write(const Request& request) {
-  std::map<std::string, std::string> meta = setup_.state ? setup_.state()
+  std::map<std::string, std::string> meta = setup_.state ? setup_.state(request.reason)
                                                          : std::map<std::string, std::string>{};
   meta["run_id"] = setup_.run_id;
   meta["dump_reason"] = request.reason;

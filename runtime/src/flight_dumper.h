@@ -40,7 +40,7 @@ class FlightDumper {
     std::string run_id;  // rank 0's: every rank's dumps of a run share it
     // The runtime's state at the moment of a dump, as meta key/values (ops
     // in flight, settings); called on the dumper's thread.
-    std::function<std::map<std::string, std::string>()> state;
+    std::function<std::map<std::string, std::string>(const std::string& reason)> state;
     // Where each dump's outcome is said (the runtime's log, level 1).
     std::function<void(const std::string&)> log;
   };

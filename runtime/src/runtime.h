@@ -168,7 +168,7 @@ class Runtime {
   // SIGUSR1 handler (runtime_flight.cc).
   Status start_flight_recorder();
   // What a dump records of the runtime's state (ops in flight, settings).
-  std::map<std::string, std::string> flight_state();
+  std::map<std::string, std::string> flight_state(const std::string& reason);
   // A dump for a reason of the loop's; `wait_seconds` as FlightDumper::dump.
   void dump_flight(const std::string& reason, const std::string& detail, bool once,
                    double wait_seconds);

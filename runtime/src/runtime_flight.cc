@@ -65,14 +65,14 @@ Status Runtime::start_flight_recorder() {
   setup.size = topo_.size;
   setup.dir = dir;
   setup.run_id = run_id;
-  setup.state = [this] { return flight_state(); };
+  setup.state = [this](const std::string& reason) { return flight_state(reason); };
   setup.log = [this](const std::string& message) { log(1, message); };
   dumper_ = std::make_unique<FlightDumper>(std::move(setup));
   dumper_->install_signal_handler();
   return Status::OK();
 }
 
-std::map<std::string, std::string> Runtime::flight_state() {
+std::map<std::string, std::string> Runtime::flight_state(const std::string& reason) {
   std::map<std::string, std::string> meta;
   const auto now = SteadyClock::now();
   nlohmann::json pending = nlohmann::json::array();
@@ -105,7 +105,7 @@ std::map<std::string, std::string> Runtime::flight_state() {
   }
   if (hook) {
     try {
-      for (auto& [key, value] : hook()) meta[key] = std::move(value);
+      for (auto& [key, value] : hook(reason)) meta[key] = std::move(value);
     } catch (const std::exception& e) {
       meta["hook_error"] = e.what();
     }

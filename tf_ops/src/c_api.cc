@@ -10,9 +10,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringscope/ringscope.h"
@@ -25,6 +28,22 @@ int report(const ringscope::Status& s, char* err, int errlen) {
   }
   return static_cast<int>(s.code());
 }
+}  // namespace
+
+namespace {
+
+// The flight recorder's stack source (ringscope_c_set_stack_source).
+using StackWriter = int (*)(int fd);
+constexpr double kStackWaitSeconds = 2.0;
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[4096];
+  if (lseek(fd, 0, SEEK_SET) != 0) return text;
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  return text;
+}
+
 }  // namespace
 
 extern "C" {
@@ -163,24 +182,44 @@ int ringscope_c_dump_flight_recorder(const char* path, char* written, int writte
   return report(s, err, errlen);
 }
 
-// Every Python thread's stack in every dump: Python registered
-// faulthandler for `signo` writing to `fd`; a dump empties the file, raises
-// the signal on the dump thread (faulthandler writes without the GIL, as
-// from any signal) and reads what it wrote. signo 0 removes the hook.
-void ringscope_c_set_stack_source(int signo, int fd) {
+// Every Python thread's stack in every dump, written into the file `fd`.
+// In a live process, `writer` (a Python function, called with the GIL on a
+// helper thread) writes them from sys._current_frames(), waited for up to
+// kStackWaitSeconds: a thread that holds the GIL that long gets the dump
+// without stacks, never a hang. faulthandler (registered by Python for
+// `signo`, raised on the dump thread) walks the threads' frames without
+// the GIL, which can crash while they run (a thread unwinding a
+// KeyboardInterrupt did): it is used only for a fatal signal's dump, where
+// the crashing thread is stopped in ringscope's handler and may hold the
+// GIL. signo 0 removes the hook.
+void ringscope_c_set_stack_source(int signo, int fd, StackWriter writer) {
   if (signo <= 0) {
     ringscope::set_flight_recorder_hook(nullptr);
     return;
   }
-  ringscope::set_flight_recorder_hook([signo, fd] {
+  ringscope::set_flight_recorder_hook([signo, fd, writer](const std::string& reason) {
     std::map<std::string, std::string> meta;
     if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) return meta;
-    raise(signo);
-    std::string text;
-    char buf[4096];
-    if (lseek(fd, 0, SEEK_SET) != 0) return meta;
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-    meta["python_stacks"] = text;
+    if (reason == "fatal-signal" || !writer) {
+      raise(signo);
+      meta["python_stacks"] = read_all(fd);
+      return meta;
+    }
+    auto written = std::make_shared<std::promise<int>>();
+    std::future<int> done = written->get_future();
+    // Detached: if it never gets the GIL, the dump goes on without it.
+    std::thread([writer, fd, written] { written->set_value(writer(fd)); }).detach();
+    if (done.wait_for(std::chrono::duration<double>(kStackWaitSeconds)) !=
+        std::future_status::ready) {
+      meta["python_stacks_problem"] =
+          "not taken: no Python thread released the GIL within 2 s";
+      return meta;
+    }
+    if (done.get() != 0) {
+      meta["python_stacks_problem"] = "not taken: the stack writer failed";
+      return meta;
+    }
+    meta["python_stacks"] = read_all(fd);
     return meta;
   });
 }

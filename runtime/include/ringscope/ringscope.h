@@ -132,7 +132,10 @@ Status dump_flight_recorder(const std::string& path = "", std::string* written =
 // What a framework adds to every dump's meta (the Python package: every
 // Python thread's stack), called on the dump thread, which no training
 // thread waits on; empty to remove. Works before init.
-using FlightRecorderHook = std::function<std::map<std::string, std::string>()>;
+// `reason` is the dump's ("fatal-signal": the process is stopped in a
+// crash, and a hook must not wait for a lock another thread may hold).
+using FlightRecorderHook =
+    std::function<std::map<std::string, std::string>(const std::string& reason)>;
 void set_flight_recorder_hook(FlightRecorderHook hook);
 bool is_initialized();
 

@@ -17,9 +17,16 @@ import ctypes
 import faulthandler
 import os
 import signal
+import sys
 import tempfile
 
-from ringscope.tensorflow._library import RingscopeError, c as _c, call as _call, ops as _ops
+from ringscope.tensorflow._library import (  # noqa: F401
+    STACK_WRITER as _STACK_WRITER,
+    RingscopeError,
+    c as _c,
+    call as _call,
+    ops as _ops,
+)
 from ringscope.tensorflow.collectives import (  # noqa: F401
     Average,
     Max,
@@ -107,11 +114,44 @@ def _is_whole_world(comm):
     return comm.Compare(MPI.COMM_WORLD) in (MPI.IDENT, MPI.CONGRUENT)
 
 
-# Every Python thread's stack goes into each flight recorder dump: the
-# standard library's faulthandler writes them to this file when the dump
-# thread raises this signal (it needs no GIL, as from any signal).
+# Every Python thread's stack goes into each flight recorder dump, written
+# to this file: in a live process by _write_stacks, which the dump's helper
+# thread calls with the GIL; for a fatal signal's dump (the crashing thread
+# may hold the GIL) by the standard library's faulthandler when the dump
+# thread raises this signal (tf_ops/src/c_api.cc says why not always).
 STACK_SIGNAL = signal.SIGRTMIN + 4
 _stack_file = []
+
+
+def _write_stacks(fd):
+    """Every other Python thread's stack into `fd`, most recent call first,
+    in faulthandler's format (what `ringscope trace blame` reads)."""
+    try:
+        import threading
+
+        names = {t.ident: t.name for t in threading.enumerate()}
+        me = threading.get_ident()
+        lines = []
+        for ident, frame in sys._current_frames().items():
+            if ident == me:
+                continue
+            lines.append(f"Thread 0x{ident:016x} [{names.get(ident, '?')}] "
+                         "(most recent call first):")
+            while frame is not None:
+                code = frame.f_code
+                lines.append(f'  File "{code.co_filename}", line {frame.f_lineno} '
+                             f"in {code.co_name}")
+                frame = frame.f_back
+            lines.append("")
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, "\n".join(lines).encode("utf-8", "replace"))
+        return 0
+    except Exception:  # noqa: BLE001 - a dump without stacks, never a failed dump
+        return 1
+
+
+_stack_writer = [_STACK_WRITER(_write_stacks)]  # kept alive: C holds the pointer
 
 
 def _stacks_in_dumps():
@@ -123,7 +163,7 @@ def _stacks_in_dumps():
     except (OSError, RuntimeError, ValueError):  # no temp dir, a signal taken: no stacks
         return
     _stack_file.append(f)
-    _c.ringscope_c_set_stack_source(int(STACK_SIGNAL), f.fileno())
+    _c.ringscope_c_set_stack_source(int(STACK_SIGNAL), f.fileno(), _stack_writer[0])
 
 
 def dump_flight_recorder(path=None):
@@ -141,7 +181,7 @@ def dump_flight_recorder(path=None):
 def shutdown():
     _c.ringscope_c_shutdown()
     if _stack_file:
-        _c.ringscope_c_set_stack_source(0, -1)
+        _c.ringscope_c_set_stack_source(0, -1, _stack_writer[0])
         faulthandler.unregister(STACK_SIGNAL)
         _stack_file.pop().close()
 

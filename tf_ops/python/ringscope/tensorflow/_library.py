@@ -174,7 +174,11 @@ c.ringscope_c_register_group.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.
 c.ringscope_c_register_group.restype = None
 c.ringscope_c_dump_flight_recorder.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
                                                ctypes.c_char_p, ctypes.c_int]
-c.ringscope_c_set_stack_source.argtypes = [ctypes.c_int, ctypes.c_int]
+# The stack writer: called with the GIL (a ctypes callback) on a helper
+# thread of the dump; writes every thread's stack into the file and
+# returns 0 (ringscope.tensorflow._stacks_in_dumps).
+STACK_WRITER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
+c.ringscope_c_set_stack_source.argtypes = [ctypes.c_int, ctypes.c_int, STACK_WRITER]
 c.ringscope_c_set_stack_source.restype = None
 c.ringscope_c_mark_step.argtypes = [ctypes.c_longlong]
 c.ringscope_c_propose_settings.argtypes = [
