@@ -312,7 +312,7 @@ TEST_CASE("every rank submits a tensor and joins at once: it runs once with ever
   }
 }
 
-TEST_CASE("min and max with a negative or zero prescale keep the identity of a joined rank",
+TEST_CASE("min, max and product with a negative or zero prescale keep the stand-in identity",
           "[runtime][join]") {
   const int n = 3;
   ThreadChecks checks;
@@ -322,40 +322,16 @@ TEST_CASE("min and max with a negative or zero prescale keep the identity of a j
       return;
     }
     for (double pre : {-2.0, 0.0, 0.5})
-      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
         std::vector<double> v(5, r == 1 ? 3.0 : 7.0);
         const std::string name = std::string("m") + reduce_op_name(op) + std::to_string(pre);
         Status s = run_op(
             rt, allreduce_entry(name, DataType::kFloat64, {5}, v.data(), v.data(), op, pre, 1.0));
         const double a = 3.0 * pre, b = 7.0 * pre;
-        const double want = op == ReduceOp::kMin ? std::min(a, b) : std::max(a, b);
-        checks.expect(s.ok() && v[0] == want, name + ": " + s.to_string() + " got " +
-                                                  std::to_string(v[0]) + " want " +
-                                                  std::to_string(want));
-      }
-    checks.expect(join_and_wait(rt, checks) >= 1, "join");
-  });
-  INFO(checks.summary());
-  REQUIRE(checks.ok());
-}
-
-TEST_CASE("a float product with a prescale keeps the identity of a joined rank",
-          "[runtime][join]") {
-  const int n = 3;
-  ThreadChecks checks;
-  run_runtimes(n, fast_options(), [&](int r, Runtime& rt) {
-    if (r == 0) {
-      checks.expect(join_and_wait(rt, checks) >= 1, "join");
-      return;
-    }
-    for (double pre : {-2.0, 0.0, 0.5})
-      for (ReduceOp op : {ReduceOp::kProduct}) {
-        std::vector<double> v(5, r == 1 ? 3.0 : 7.0);
-        const std::string name = std::string("m") + reduce_op_name(op) + std::to_string(pre);
-        Status s = run_op(
-            rt, allreduce_entry(name, DataType::kFloat64, {5}, v.data(), v.data(), op, pre, 1.0));
-        const double a = 3.0 * pre, b = 7.0 * pre;
-        const double want = a * b;  // the stand-in sent 1 / pre
+        // A product's stand-in sent 1 / pre (0 with a zero prescale).
+        const double want = op == ReduceOp::kMin   ? std::min(a, b)
+                            : op == ReduceOp::kMax ? std::max(a, b)
+                                                   : a * b;
         checks.expect(s.ok() && v[0] == want, name + ": " + s.to_string() + " got " +
                                                   std::to_string(v[0]) + " want " +
                                                   std::to_string(want));
