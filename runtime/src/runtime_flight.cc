@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_sync.h"
+#include "ringscope/host_name.h"
 #include "runtime.h"
 
 namespace ringscope {
@@ -40,9 +41,7 @@ const char* flight_reason(const Status& s) {
 Status Runtime::start_flight_recorder() {
   FlightRecorder* flight = trace_.flight();
   if (!flight) return Status::OK();
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string run_id = std::string(host) + "-" + std::to_string(getpid()) + "-" +
+  std::string run_id = this_host_name() + "-" + std::to_string(getpid()) + "-" +
                        std::to_string(flight->start_utc_ns());
   if (Status s = share_from_rank0(*transport_, &run_id, options_.op_timeout_seconds); !s.ok())
     return s;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "clock_sync.h"
+#include "ringscope/host_name.h"
 #include "ringscope/text_format.h"
 #include "ringscope/trace_schema.h"
 
@@ -46,9 +47,7 @@ Status TraceControl::start(const std::string& base_path, std::map<std::string, s
   if (base_path.empty()) return Status(StatusCode::kInvalidArgument, "empty trace path", topo.rank);
   release_quiet();  // the last window's buffers, now that cycles have passed
   // One run id for all ranks' files: rank 0's.
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string run_id = std::string(host) + "-" + std::to_string(getpid()) + "-" +
+  std::string run_id = this_host_name() + "-" + std::to_string(getpid()) + "-" +
                        std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   Status st = share_from_rank0(transport, &run_id, setup_.op_timeout_seconds);
   if (!st.ok()) return st;

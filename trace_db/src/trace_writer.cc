@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ringscope/host_name.h"
 #include "ringscope/thread_start.h"
 #include "ringscope/trace_schema.h"
 #include "schema.h"
@@ -33,11 +34,7 @@ int64_t utc_now_ns() {
       .count();
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
+std::string host_name() { return this_host_name("unknown"); }
 
 std::string command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);

@@ -10,6 +10,7 @@
 
 #include "cuda_status.h"
 #include "gpu_plan.h"
+#include "ringscope/host_name.h"
 #include "ringscope/text_format.h"
 
 namespace ringscope::gpu {
@@ -34,11 +35,7 @@ Status wait_in_progress(ncclComm_t comm, const std::string& what, int world_rank
   }
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown-host";
-  return buf;
-}
+std::string host_name() { return this_host_name("unknown-host"); }
 
 }  // namespace
 
