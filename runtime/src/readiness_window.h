@@ -31,7 +31,6 @@ class ReadinessWindow {
 
   bool enabled() const { return period_.count() > 0; }
   bool due(Clock::time_point now) const { return enabled() && now - start_ >= period_; }
-  double seconds() const { return std::chrono::duration<double>(period_).count(); }
 
   void add(uint64_t cycle, Clock::time_point latest_submit, Clock::time_point agreed) {
     if (!enabled()) return;

@@ -243,9 +243,11 @@ class Runtime {
   void fail_all(const Status& status);
   bool stall_check_due(SteadyClock::time_point now) const;
   // The live straggler rule's window closed: this rank's samples into
-  // `mine`; on rank 0, the verdict on every rank's into `out`.
-  void report_readiness(RequestList* mine);
-  void judge_readiness(const std::vector<RequestList>& lists, ResponseList* out);
+  // `mine` (returns the window's wall time in µs); on rank 0, the verdict
+  // on every rank's, over `span_us`, into `out`.
+  int64_t report_readiness(RequestList* mine);
+  void judge_readiness(const std::vector<RequestList>& lists, int64_t span_us,
+                       ResponseList* out);
   void warn_straggler(const ResponseList& decided);
   // This rank's wait in the cycle whose `responses` run now (stand-ins and
   // cycles of a join excepted: a joined rank is never waited for).
@@ -306,7 +308,6 @@ class Runtime {
   ResponseExecutor executor_;
   SteadyClock::time_point last_stall_check_;
   ReadinessWindow readiness_;  // this rank's waits, for the live straggler rule
-  int64_t readiness_span_us_ = 0;  // the wall time of the window that closed last
   StragglerStreak straggler_streak_;  // rank 0: windows in a row naming one rank
   const bool oversubscribed_;            // more ranks on this node than cores
   SteadyClock::time_point last_agreed_;  // end of the last control allreduce

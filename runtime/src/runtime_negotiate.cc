@@ -28,7 +28,8 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
           std::chrono::duration_cast<std::chrono::milliseconds>(now - e.enqueued_at).count());
     }
   }
-  if (flags & kFlagStragglerReport) report_readiness(&mine);
+  // This rank's window's wall time: rank 0 judges every rank's waits over its own.
+  const int64_t readiness_span_us = (flags & kFlagStragglerReport) ? report_readiness(&mine) : 0;
   // After the agreement `flags` says whether any rank shuts down (see
   // cycle_wait_seconds).
   const Deadline deadline = Deadline::after(cycle_wait_seconds(flags));
@@ -73,7 +74,7 @@ Status Runtime::negotiate_slow(uint64_t flags, std::vector<TensorEntry*>& to_coo
       out.stall_warning = v.warning;
       out.abort = v.abort;
     }
-    if ((flags & kFlagStragglerReport) && out.error.empty()) judge_readiness(lists, &out);
+    if ((flags & kFlagStragglerReport) && out.error.empty()) judge_readiness(lists, readiness_span_us, &out);
     if (out.error.empty() && coordinator_.all_joined()) {
       out.join_last = newly_joined;
       coordinator_.end_join();

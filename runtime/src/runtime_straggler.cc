@@ -4,10 +4,9 @@
 // judges them (planning/straggler_judge.h), and where two windows in a row
 // name the same rank its verdict comes back with the answer: rank 0 prints it, and every rank
 // records it as a STRAGGLER event (in its trace and its flight recorder).
-#include <unistd.h>
-
 #include <cstdio>
 
+#include "ringscope/host_name.h"
 #include "runtime.h"
 
 namespace ringscope {
@@ -26,22 +25,21 @@ void Runtime::sample_readiness(const std::vector<Response>& responses,
   if (any) readiness_.add(static_cast<uint64_t>(cycle_.load()), latest, SteadyClock::now());
 }
 
-void Runtime::report_readiness(RequestList* mine) {
+int64_t Runtime::report_readiness(RequestList* mine) {
   int64_t span_us = 0;
   mine->readiness = readiness_.take(SteadyClock::now(), &span_us);
-  readiness_span_us_ = span_us;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  mine->host = host;
+  mine->host = this_host_name();
+  return span_us;
 }
 
-void Runtime::judge_readiness(const std::vector<RequestList>& lists, ResponseList* out) {
+void Runtime::judge_readiness(const std::vector<RequestList>& lists, int64_t span_us,
+                              ResponseList* out) {
   std::vector<std::vector<ReadinessSample>> per_rank(lists.size());
   for (size_t r = 0; r < lists.size(); ++r) per_rank[r] = lists[r].readiness;
   StragglerThresholds t;
   t.dominance = options_.straggler_dominance;
   t.min_share = options_.straggler_min_share;
-  const StragglerVerdict v = judge_stragglers(per_rank, readiness_span_us_, t);
+  const StragglerVerdict v = judge_stragglers(per_rank, span_us, t);
   const bool warn = straggler_streak_.observe(v);
   if (!warn) {
     char buf[320];
@@ -49,14 +47,14 @@ void Runtime::judge_readiness(const std::vector<RequestList>& lists, ResponseLis
       std::snprintf(buf, sizeof buf,
                     "straggler window: %d collectives over %.1f s; the others waited for no rank "
                     "long enough to warn (at most %.0f%% of the time, %.0f%% of their waiting)",
-                    v.collectives, static_cast<double>(readiness_span_us_) / 1e6, v.share * 100.0,
+                    v.collectives, static_cast<double>(span_us) / 1e6, v.share * 100.0,
                     v.dominance * 100.0);
     else
       std::snprintf(buf, sizeof buf,
                     "straggler window: %d collectives over %.1f s; the others waited for rank %d "
                     "%.0f%% of the time (%.0f%% of their waiting): a warning if it does so in the "
                     "next window too",
-                    v.collectives, static_cast<double>(readiness_span_us_) / 1e6, v.rank,
+                    v.collectives, static_cast<double>(span_us) / 1e6, v.rank,
                     v.share * 100.0, v.dominance * 100.0);
     log(2, buf);
     return;
@@ -65,7 +63,7 @@ void Runtime::judge_readiness(const std::vector<RequestList>& lists, ResponseLis
   out->straggler_hold_us = static_cast<int64_t>(v.mean_hold_ms * 1000.0);
   out->straggler_share_permille = static_cast<int32_t>(v.share * 1000.0);
   out->straggler_warning = describe_straggler(v, lists[static_cast<size_t>(v.rank)].host,
-                                              static_cast<double>(readiness_span_us_) / 1e6);
+                                              static_cast<double>(span_us) / 1e6);
 }
 
 void Runtime::warn_straggler(const ResponseList& decided) {

@@ -122,10 +122,11 @@ const char* op_type_name(OpType op) {
 
 bool lacks_scaled_identity(const Request& r) {
   const bool integer = is_integer_dtype(r.dtype);
-  if (!reduces(r.op) || r.prescale == 1.0) return false;
-  // A product's stand-in would send 1 / prescale: exact for no integer.
-  return ((r.reduce == ReduceOp::kMin || r.reduce == ReduceOp::kMax) && integer) ||
-         (r.reduce == ReduceOp::kProduct && integer);
+  // A min/max stand-in's scaled identity would overflow; a product's would
+  // be 1 / prescale, exact for no integer.
+  return reduces(r.op) && r.prescale != 1.0 && integer &&
+         (r.reduce == ReduceOp::kMin || r.reduce == ReduceOp::kMax ||
+          r.reduce == ReduceOp::kProduct);
 }
 
 size_t Response::bytes() const {
