@@ -9,6 +9,8 @@ import weakref
 
 import tensorflow as tf
 
+from ringscope.tensorflow.aggregation import aggregation_for_sources
+
 
 def _variable_label(var, index):
     """The variable's place, its layer/variable name and shape
@@ -155,13 +157,23 @@ class DistributedGradientTape(tf.GradientTape):
     """Wraps ``tape``; ``gradient()`` returns gradients averaged over all ranks.
 
     Arguments as Horovod's (device_* are accepted; the ops run on CPU), plus
-    prescale_factor and postscale_factor."""
+    prescale_factor and postscale_factor, and backward_passes_per_step and
+    average_aggregated_gradients as DistributedOptimizer's: with N > 1 the
+    gradients of N passes (N tapes over the same sources) are summed on
+    each rank and allreduced on the N-th, whose gradient() returns them;
+    the others return the sums so far, not to be applied. Apply every N-th
+    pass's, as Horovod's PyTorch optimizer steps every N-th backward."""
 
     def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
                  sparse_as_dense=False, op=None, gradient_predivide_factor=1.0, num_groups=0,
                  groups=None, prescale_factor=1.0, postscale_factor=1.0,
-                 scale_local_gradients=True):
+                 scale_local_gradients=True, backward_passes_per_step=1,
+                 average_aggregated_gradients=False):
         del device_dense, device_sparse
+        if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
+            raise ValueError("backward_passes_per_step must be an int >= 1, got "
+                             f"{backward_passes_per_step!r}")
+        self._ringscope_passes = (backward_passes_per_step, bool(average_aggregated_gradients))
         self.__dict__.update(gradtape.__dict__)  # share the recorded tape
         self._ringscope_reduction = GradientReduction(
             op, compression, sparse_as_dense, gradient_predivide_factor, prescale_factor,
@@ -179,9 +191,19 @@ class DistributedGradientTape(tf.GradientTape):
                  **kwargs):
         del use_generic_names  # Horovod's; names here come from the variables
         grads = super().gradient(target, sources, output_gradients, **kwargs)
-        out = self._ringscope_reduction.reduce_with_local(
-            tf.nest.flatten(grads), tf.nest.flatten(sources), "DistributedGradientTape",
-            self._ringscope_local, self._ringscope_scale_local)
+        flat_sources = tf.nest.flatten(sources)
+
+        def reduce(values, variables):
+            return self._ringscope_reduction.reduce_with_local(
+                list(values), list(variables), "DistributedGradientTape", self._ringscope_local,
+                self._ringscope_scale_local)
+
+        passes, average = self._ringscope_passes
+        if passes == 1:
+            out = reduce(tf.nest.flatten(grads), flat_sources)
+        else:
+            out = aggregation_for_sources(flat_sources, passes, average).aggregate(
+                tf.nest.flatten(grads), flat_sources, reduce)
         return tf.nest.pack_sequence_as(grads, out)
 
     def get_local_and_global_gradients(self, target, sources, output_gradients=None,
@@ -200,7 +222,8 @@ class DistributedGradientTape(tf.GradientTape):
 def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    compression=None, sparse_as_dense=False, op=None,
                                    gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                                   local_layers=None, scale_local_gradients=True):
+                                   local_layers=None, scale_local_gradients=True,
+                                   backward_passes_per_step=1, average_aggregated_gradients=False):
     """Horovod's PartialDistributedGradientTape: a DistributedGradientTape
     that leaves the gradients of ``local_layers`` (a Keras layer or a list
     of them: an expert of a mixture, a rank's own head) on this rank,
@@ -208,7 +231,9 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
     local_vars = local_layer_variables(local_layers)
     tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
                                    sparse_as_dense, op, gradient_predivide_factor, num_groups,
-                                   groups, scale_local_gradients=scale_local_gradients)
+                                   groups, scale_local_gradients=scale_local_gradients,
+                                   backward_passes_per_step=backward_passes_per_step,
+                                   average_aggregated_gradients=average_aggregated_gradients)
     for var in local_vars:
         tape.register_local_source(var)
     return tape

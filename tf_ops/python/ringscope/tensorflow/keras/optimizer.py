@@ -6,6 +6,7 @@ import sys
 import keras
 import tensorflow as tf
 
+from ringscope.tensorflow.aggregation import LocalAggregation
 from ringscope.tensorflow.gradient_tape import GradientReduction, local_layer_variables
 
 _DISTRIBUTED = "_ringscope_distributed"
@@ -23,16 +24,18 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     accepted and change nothing (the ops run on CPU; there are no TF1
     locks); variables registered with ``register_local_var`` keep their own
     gradient, divided by size() with scale_local_gradients (as Horovod's
-    PartialDistributedOptimizer); backward_passes_per_step
-    must be 1: ringscope does not aggregate gradients locally between
-    allreduces. The class keeps its name, so a model saved with it loads
-    with the plain optimizer anywhere.
+    PartialDistributedOptimizer). With backward_passes_per_step N > 1 the
+    gradients of N steps are summed on each rank and allreduced on the N-th
+    (divided by N with average_aggregated_gradients), which alone applies
+    them; every step counts in ``iterations`` (Horovod's semantics,
+    aggregation.py). The class keeps its name, so a model saved with it
+    loads with the plain optimizer anywhere.
 
     With mixed_float16, wrap the loss-scale optimizer, not the other way
     round: ``DistributedOptimizer(keras.optimizers.LossScaleOptimizer(opt))``
     (then compile() does not wrap it again, and the overflow check sees the
     reduced gradients, the same on every rank)."""
-    del device_dense, device_sparse, use_locking, average_aggregated_gradients
+    del device_dense, device_sparse, use_locking
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         # A tf_keras (Keras 2, TF_USE_LEGACY_KERAS=1) or tf.compat.v1
         # optimizer applies gradients through methods this wrapper does not
@@ -42,10 +45,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
             f"got {type(optimizer).__module__}.{type(optimizer).__name__}. Keras 2 (tf_keras, "
             "TF_USE_LEGACY_KERAS=1) and tf.compat.v1 optimizers are not supported: use "
             "keras.optimizers.X, or DistributedGradientTape in a custom loop")
-    if backward_passes_per_step != 1:
-        raise ValueError(
-            f"ringscope: backward_passes_per_step={backward_passes_per_step!r} is not "
-            "supported: gradients are allreduced every step (use 1, or a larger batch per rank)")
+    aggregation = (LocalAggregation(backward_passes_per_step, average_aggregated_gradients)
+                   if backward_passes_per_step != 1 else None)
     if getattr(optimizer, _DISTRIBUTED, False):
         raise ValueError("ringscope: this optimizer is already a DistributedOptimizer")
     reduction = GradientReduction(op, compression, sparse_as_dense, gradient_predivide_factor,
@@ -56,7 +57,18 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     local_ids = set()  # id() of the variables registered as local
     reduced_ids = set()  # id() of the gradients _compute_gradients returned, until applied
 
+    def reduce(grads, variables):
+        return reduction.reduce_with_local(list(grads), list(variables), prefix, local_ids,
+                                           scale_local_gradients)
+
+    def reduce_or_aggregate(grads, variables):
+        if aggregation is None:
+            return reduce(grads, variables)
+        return aggregation.aggregate(grads, variables, reduce)
+
     class _DistributedOptimizer(base):
+        _agg_helper = aggregation  # Horovod's name: its tests read _agg_helper.counter
+
         def register_local_var(self, var):
             """``var``'s gradient stays on this rank (not allreduced)."""
             local_ids.add(id(var))
@@ -72,8 +84,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                 with tape:
                     loss = loss()
             grads = tape.gradient(loss, var_list, output_gradients=grad_loss)
-            grads = reduction.reduce_with_local(list(grads), var_list, prefix, local_ids,
-                                                scale_local_gradients)
+            grads = reduce_or_aggregate(grads, var_list)
             reduced_ids.clear()
             reduced_ids.update(id(g) for g in grads if g is not None)
             return list(zip(grads, var_list))
@@ -86,9 +97,25 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
             if reduced_ids and all(g is None or id(g) in reduced_ids for g in grads):
                 reduced_ids.clear()  # from _compute_gradients: reduced there
             else:
-                grads = reduction.reduce_with_local(grads, list(variables), prefix, local_ids,
-                                                    scale_local_gradients)
-            return super().apply(grads, trainable_variables)
+                grads = reduce_or_aggregate(grads, variables)
+            if aggregation is None:
+                return super().apply(grads, trainable_variables)
+            # Only the pass that allreduced applies; the others count. Built
+            # first: no variable may be made inside a tf.cond branch.
+            if not self.built:
+                self.build(list(variables))
+            parent = super()
+
+            def update():
+                parent.apply(grads, trainable_variables)
+                return tf.constant(True)
+
+            def count():
+                self.iterations.assign_add(1)
+                return tf.constant(False)
+
+            tf.cond(aggregation.is_update_step(), update, count)
+            return None
 
     setattr(_DistributedOptimizer, _DISTRIBUTED, True)
     for attr in ("__name__", "__qualname__", "__module__"):
