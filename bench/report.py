@@ -396,6 +396,21 @@ def tf_collectives():
             f"{d['group_tf_function_us']:.0f} µs |"]
 
 
+@block("tf_aggregation")
+def tf_aggregation():
+    d = need("tf_aggregation_np2.json")
+    rows = [f"np={d['ranks']}, {d['layers']} × Dense({d['width']}) "
+            f"({d['gradient_bytes'] / 1e6:.1f} MB of gradients), micro-batch {d['micro_batch']}, "
+            f"{d['rounds']} rounds of an epoch each, interleaved.", "",
+            "| `backward_passes_per_step` | samples/s, median | per round |", "|---|---|---|"]
+    for p in (1, 4):
+        runs = ", ".join(f"{v:.0f}" for v in d[f"samples_per_s_passes_{p}"])
+        rows.append(f"| {p} | {d[f'median_passes_{p}']:.0f} | {runs} |")
+    rows += ["", f"4 against 1: median ratio **{d['median_ratio']:.2f}** (per round "
+             f"{span(d['ratios'])}); goal ≥ 1: {met(d['median_ratio'] >= 1)}."]
+    return rows
+
+
 @block("tf_path")
 def tf_path():
     runs = {n: need(f"tf_path_np{n}.json") for n in (1, 2)}
