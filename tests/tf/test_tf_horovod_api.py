@@ -1,5 +1,5 @@
 """Horovod's API beyond the core ops, under mpirun (np=3): objects
-(broadcast_object, allgather_object), barrier, the build queries, the
+(broadcast_object, allgather_object), the in-place broadcast_, barrier, the build queries, the
 timeline names, Horovod's TF2 custom training loop in a tf.function,
 Horovod's optimizer and tape arguments, mixed precision, and the Keras
 module laid out as horovod.tensorflow.keras (value functions, callbacks
@@ -146,6 +146,39 @@ def keras_value_functions_return_numpy():
     out = hvd.grouped_allreduce([tf.ones([2])], None, "", "", hvd.Compression.none, hvd.Sum,
                                 name="k.grouped")
     assert np.allclose(out[0].numpy(), [N, N]), out
+
+
+@test
+def broadcast_in_place_writes_the_roots_values_into_the_variables():
+    dtypes = (tf.uint8, tf.int8, tf.int16, tf.uint16, tf.int32, tf.int64, tf.float16,
+              tf.bfloat16, tf.float32, tf.float64, tf.bool)
+    for root in range(N):
+        variables = [tf.Variable(tf.cast(tf.fill([3, 2], R + 1) % (2 if d == tf.bool else 99), d))
+                     for d in dtypes]
+        keras_variable = keras.Variable(np.full([4], float(R)))
+        held = variables[-2].read_value()  # read before: keeps what it read
+        out = hvd.broadcast_(variables + [keras_variable], root, name=f"inplace.{root}")
+        for d, var, value in zip(dtypes, variables, out):
+            want = np.full([3, 2], (root + 1) % (2 if d == tf.bool else 99))
+            assert var.dtype == d and value.dtype == d, (d, var.dtype, value.dtype)
+            assert (var.numpy().astype(np.int64) == want).all(), (d, root, var.numpy())
+            assert (value.numpy().astype(np.int64) == want).all(), (d, root, value.numpy())
+        assert (keras_variable.numpy() == root).all(), keras_variable.numpy()
+        assert (held.numpy() == R + 1).all(), held.numpy()
+
+    @tf.function
+    def in_function(v):
+        return hvd.broadcast_([v], N - 1, name="inplace.fn")[0] + 0
+
+    v = tf.Variable([float(R)] * 5)
+    assert (in_function(v).numpy() == N - 1).all() and (v.numpy() == N - 1).all(), v.numpy()
+    try:
+        hvd.broadcast_([tf.Variable([1.0])], 0, process_set=None, name="inplace.bad")
+        hvd.broadcast_([tf.Variable(tf.constant(["a"]))], 0, name="inplace.string")
+    except tf.errors.InvalidArgumentError as e:
+        assert "unsupported dtype string" in str(e) and "inplace.string/0" in str(e), e
+    else:
+        raise AssertionError("a string variable was broadcast")
 
 
 @test

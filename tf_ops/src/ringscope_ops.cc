@@ -1,9 +1,12 @@
 // TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
-// for allreduce, allgather, broadcast, reducescatter, alltoall and join. Each op hands its tensor
+// for allreduce, allgather, broadcast, reducescatter, alltoall and join, and
+// the in-place broadcast of resource variables. Each op hands its tensor
 // to ringscope under the name given by Python (derived from the TF op or variable name, so traces
 // show names the user recognises) and completes TensorFlow's `done` from ringscope's callback,
 // carrying any error message. Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
+#include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <locale>
 #include <memory>
@@ -14,8 +17,11 @@
 #include <vector>
 
 #include "ringscope/ringscope.h"
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/resource_mgr.h"
+#include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
 namespace tf = tensorflow;
@@ -399,6 +405,105 @@ class BroadcastOp : public RingscopeKernel {
   int root_ = 0;
 };
 
+// broadcast_(variables, root): root's values written into every rank's
+// resource variables themselves, as Horovod's in-place broadcast does. The
+// variables stay locked (in address order, so two such ops over the same
+// variables cannot deadlock) from before the broadcasts start until they
+// end, so no other op reads a half-written value or replaces the buffer
+// being written. A synchronous kernel: a lock is released by the thread
+// that took it. Its wait ends when the runtime completes every broadcast,
+// which it does within its op timeout even when a peer fails.
+class BroadcastInplaceOp : public tf::OpKernel {
+ public:
+  explicit BroadcastInplaceOp(tf::OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("root_rank", &root_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("variable_names", &names_));
+    OP_REQUIRES(ctx, static_cast<int>(names_.size()) == ctx->num_inputs(),
+                tf::errors::InvalidArgument("ringscope broadcast_: ", names_.size(),
+                                            " variable_names for ", ctx->num_inputs(),
+                                            " variables"));
+    int process_set_id = 0;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_id));
+    OP_REQUIRES(ctx, process_set_id == 0,
+                tf::errors::Unimplemented("ringscope broadcast_: process_set_id ",
+                                          process_set_id, ": ringscope runs every collective "
+                                          "among all ranks (process set 0)"));
+  }
+  void Compute(tf::OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs();
+    std::vector<tf::core::RefCountPtr<tf::Var>> vars(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i)
+      OP_REQUIRES_OK(ctx, tf::LookupResource(ctx, tf::HandleFromInput(ctx, i), &vars[i]));
+    std::vector<tf::Var*> order;
+    for (auto& v : vars) order.push_back(v.get());
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    std::vector<std::unique_ptr<tf::mutex_lock>> locks;
+    for (tf::Var* v : order) locks.push_back(std::make_unique<tf::mutex_lock>(*v->mu()));
+
+    std::vector<ringscope::DataType> dtypes(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      tf::Var* var = vars[i].get();
+      const std::string& name = names_[static_cast<size_t>(i)];
+      OP_REQUIRES(ctx, var->is_initialized,
+                  tf::errors::FailedPrecondition("ringscope broadcast_: variable '", name,
+                                                 "' is not initialised"));
+      tf::Tensor* t = var->tensor();
+      // bool moves as its bytes (one each), as the other ops move it.
+      const bool known = t->dtype() == tf::DT_BOOL
+                             ? (dtypes[i] = ringscope::DataType::kUInt8, true)
+                             : to_ringscope_dtype(t->dtype(), &dtypes[i]);
+      OP_REQUIRES(ctx, known,
+                  tf::errors::InvalidArgument("ringscope broadcast_: unsupported dtype ",
+                                              tf::DataTypeString(t->dtype()), " of variable '",
+                                              name, "'"));
+      // Copy on write, as TensorFlow's own updates: a value someone still
+      // holds (a read_value() result) keeps what it read.
+      if (!t->RefCountIsOne() || var->copy_on_read_mode.load()) {
+        tf::Tensor fresh;
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(t->dtype(), t->shape(), &fresh));
+        if (t->TotalBytes() > 0)
+          std::memcpy(const_cast<char*>(fresh.tensor_data().data()), t->tensor_data().data(),
+                      t->TotalBytes());
+        *t = fresh;
+      }
+    }
+
+    struct Pending {
+      std::mutex mu;
+      std::condition_variable cv;
+      int left = 0;
+      ringscope::Status first;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->left = n;
+    for (int i = 0; i < n; ++i) {
+      tf::Tensor* t = vars[i]->tensor();
+      ringscope::Status s = ringscope::broadcast_async(
+          names_[static_cast<size_t>(i)], dtypes[i], to_shape(t->shape()),
+          const_cast<char*>(t->tensor_data().data()), root_,
+          [pending](const ringscope::Status& st) {
+            std::lock_guard<std::mutex> lock(pending->mu);
+            if (!st.ok() && pending->first.ok()) pending->first = st;
+            if (--pending->left == 0) pending->cv.notify_all();
+          });
+      if (!s.ok()) {  // the ones not submitted will not call back
+        std::lock_guard<std::mutex> lock(pending->mu);
+        if (pending->first.ok()) pending->first = s;
+        pending->left -= n - i;
+        break;
+      }
+    }
+    std::unique_lock<std::mutex> lock(pending->mu);
+    pending->cv.wait(lock, [&] { return pending->left == 0; });
+    if (!pending->first.ok()) ctx->SetStatus(to_tf_status(pending->first));
+  }
+
+ private:
+  int root_ = 0;
+  std::vector<std::string> names_;
+};
+
 // join(): waits, asynchronously, until every rank has joined; meanwhile the
 // runtime stands in for this rank's part of the others' collectives. The
 // output is the rank that joined last (Horovod's hvd.join()).
@@ -590,6 +695,18 @@ REGISTER_KERNEL_BUILDER(Name("RingscopeAllgather").Device(tf::DEVICE_CPU), Allga
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeReducescatter").Device(tf::DEVICE_CPU), ReducescatterOp);
 REGISTER_KERNEL_BUILDER(Name("RingscopeAlltoall").Device(tf::DEVICE_CPU), AlltoallOp);
+
+REGISTER_OP("RingscopeBroadcastInplace")
+    .Attr("N: int >= 1")
+    .Attr("root_rank: int")
+    .Attr("variable_names: list(string)")
+    .Attr("process_set_id: int = 0")
+    .Input("variables: N * resource")
+    .SetIsStateful()
+    .SetShapeFn(tf::shape_inference::NoOutputs)
+    .Doc("Writes the values of `variables` on rank `root_rank` into them on every rank.");
+REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcastInplace").Device(tf::DEVICE_CPU),
+                        BroadcastInplaceOp);
 
 REGISTER_OP("RingscopeJoin")
     .Output("last_joined_rank: int32")

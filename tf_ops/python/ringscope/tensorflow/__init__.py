@@ -37,6 +37,7 @@ from ringscope.tensorflow.collectives import (  # noqa: F401
     allreduce,
     alltoall,
     broadcast,
+    broadcast_,
     broadcast_global_variables,
     broadcast_variables,
     grouped_allgather,
@@ -54,7 +55,7 @@ from ringscope.tensorflow.gradient_tape import (  # noqa: F401
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
     "cross_rank", "cross_size", "size_op", "rank_op", "local_size_op", "local_rank_op",
-    "allreduce", "grouped_allreduce", "allgather", "broadcast",
+    "allreduce", "grouped_allreduce", "allgather", "broadcast", "broadcast_",
     "broadcast_variables", "DistributedGradientTape", "DistributedOptimizer",
     "BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateWarmupCallback",
     "StepMarkCallback", "Compression", "Sum", "Average", "Min", "Max", "Product", "start_trace",

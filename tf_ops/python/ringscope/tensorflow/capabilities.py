@@ -63,7 +63,6 @@ _NOT_PROVIDED = {
     "BroadcastGlobalVariablesHook": "TF1 session hooks (use broadcast_variables or "
     "BroadcastGlobalVariablesCallback)",
     "broadcast_object_fn": "TF1 sessions (use broadcast_object)",
-    "broadcast_": "the in-place broadcast_ (use broadcast, or broadcast_variables)",
     "mpi_ops": "horovod.tensorflow.mpi_ops (its functions are in ringscope.tensorflow)",
 }
 

@@ -373,6 +373,43 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
                                          tensor_name=_auto_name("broadcast", name)))
 
 
+def broadcast_(variables, root_rank, name=None, process_set=None):
+    """Horovod's in-place broadcast: writes rank ``root_rank``'s values into
+    ``variables`` on every rank, in their own buffers (no copy is made
+    unless something still holds a value read before), and returns their
+    new values. Resource variables (TF2's, a Keras variable's) are written
+    by one op that keeps them locked meanwhile; TF1 reference variables are
+    assigned the broadcast value. Names are matched by position and
+    ``name``, as Horovod's."""
+    from tensorflow.python.ops import resource_variable_ops
+
+    del process_set  # every collective runs among all ranks
+    variables = [getattr(v, "value", v) if _is_keras_variable(v) else v for v in variables]
+    if not variables:
+        return []
+    base = str(name) if name else "broadcast_" + _thread_suffix()
+    names = [f"{base}/{i}" for i in range(len(variables))]
+    resource = [resource_variable_ops.is_resource_variable(v) for v in variables]
+    if all(resource):
+        op = _ops.ringscope_broadcast_inplace([v.handle for v in variables],
+                                              root_rank=int(root_rank), variable_names=names)
+        with tf.control_dependencies(None if op is None else [op]):
+            return [v.read_value() for v in variables]
+    if not any(resource):
+        return [tf.compat.v1.assign(v, broadcast(v, root_rank, name=n))
+                for v, n in zip(variables, names)]
+    raise ValueError("All variables passed to broadcast_() should be of the same kind, "
+                     "resource or reference")
+
+
+def _is_keras_variable(v):
+    try:
+        import keras
+    except ImportError:
+        return False
+    return isinstance(v, keras.Variable)
+
+
 def join():
     """Horovod's ``hvd.join()``: this rank has no more data. Until every
     rank has joined, it takes part in the collectives the others still run
