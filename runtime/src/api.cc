@@ -1,6 +1,7 @@
 // The process-wide runtime behind the free functions of ringscope.h: the one
 // place that holds a Runtime for the process (like hvd.init()), plus MPI
 // initialisation and the blocking wrappers.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include "device_collectives.h"
 #include "local_transport.h"
 #include "mpi_transport.h"
+#include "process_sets.h"
 #include "ring_chunks.h"
 #include "ringscope/ringscope_mpi.h"
 #include "ringscope/runtime_start.h"
@@ -25,6 +27,7 @@ namespace {
 struct ProcessRuntime {
   std::mutex mu;
   std::unique_ptr<Runtime> runtime;
+  ProcessSets sets;  // the runtimes of the process sets other than the world
   bool we_initialized_mpi = false;
   // API calls using the runtime now (taken under mu while it is installed):
   // shutdown() destroys it only when they have returned.
@@ -51,29 +54,58 @@ ProcessRuntime& process() {
 // The process runtime for the length of one API call, or none. A call on
 // another thread that took it before shutdown() began keeps it alive: the
 // submission then fails with kShutdown instead of touching freed memory.
+Status not_initialized() {
+  return Status(StatusCode::kNotInitialized, "ringscope is not initialised: call init() first");
+}
+
+// The process runtime for the length of one API call, or none; for a
+// process set other than 0, that set's runtime (held by a shared_ptr, so a
+// set removed meanwhile stays alive until the call returns). A call on
+// another thread that took it before shutdown() began keeps it alive: the
+// submission then fails with kShutdown instead of touching freed memory.
 class CurrentRuntime {
  public:
-  CurrentRuntime() : p_(process()) {
+  explicit CurrentRuntime(int process_set = 0) : p_(process()) {
     std::lock_guard<std::mutex> lock(p_.mu);
     rt_ = p_.runtime.get();
-    if (rt_) p_.users.fetch_add(1);
+    if (!rt_) {
+      problem_ = not_initialized();
+      return;
+    }
+    if (process_set != 0) {
+      ProcessSets::Lookup found = p_.sets.find(process_set, rt_->rank());
+      set_ = std::move(found.runtime);
+      set_ranks_ = std::move(found.ranks);
+      problem_ = found.problem;
+      rt_ = set_.get();
+      if (!rt_) return;
+    }
+    p_.users.fetch_add(1);
   }
   ~CurrentRuntime() {
-    if (rt_) p_.users.fetch_sub(1);
+    if (!rt_) return;
+    // The last holder of a removed set, on that set's own thread (a
+    // callback): its destructor would join the thread it runs on.
+    if (set_ && set_.use_count() == 1 && set_->on_runtime_thread())
+      new std::shared_ptr<Runtime>(std::move(set_));  // left to the process's exit
+    p_.users.fetch_sub(1);
   }
   CurrentRuntime(const CurrentRuntime&) = delete;
   CurrentRuntime& operator=(const CurrentRuntime&) = delete;
   Runtime* operator->() const { return rt_; }
   explicit operator bool() const { return rt_ != nullptr; }
+  // Why there is none: not initialised, or the process set's problem.
+  const Status& why_not() const { return problem_; }
+  // The process set's ranks in the world (empty for the world itself).
+  const std::vector<int>& set_ranks() const { return set_ranks_; }
 
  private:
   ProcessRuntime& p_;
   Runtime* rt_ = nullptr;
+  std::shared_ptr<Runtime> set_;
+  std::vector<int> set_ranks_;
+  Status problem_;
 };
-
-Status not_initialized() {
-  return Status(StatusCode::kNotInitialized, "ringscope is not initialised: call init() first");
-}
 
 const char* thread_level_name(int level) {
   switch (level) {
@@ -138,8 +170,20 @@ Status init_locked(ProcessRuntime& p, MPI_Comm comm, const Options& options,
   Status s = MpiTransport::create(comm, &transport, Deadline::after(options.op_timeout_seconds));
   if (!s.ok()) return s;
   const Topology topo = transport->topology();
+  // Process sets are made over a duplicate of their own: every rank is
+  // past the transport's creation, so the duplicate completes.
+  MPI_Comm sets_comm = MPI_COMM_NULL;
+  if (MPI_Comm_dup(comm, &sets_comm) != MPI_SUCCESS)
+    return Status(StatusCode::kInternal, "MPI_Comm_dup failed", topo.rank);
+  MPI_Comm_set_errhandler(sets_comm, MPI_ERRORS_RETURN);
   set_finalize_hook(p);
-  return start_runtime(p, std::move(transport), topo, options, std::move(tuner));
+  s = start_runtime(p, std::move(transport), topo, options, std::move(tuner));
+  if (!s.ok()) {
+    MPI_Comm_free(&sets_comm);
+    return s;
+  }
+  p.sets.start(sets_comm, options);
+  return s;
 }
 
 }  // namespace
@@ -181,6 +225,7 @@ Status init_single_rank(const Options& options) {
   ProcessRuntime& p = process();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime) return Status::OK();
+  p.sets.start(MPI_COMM_NULL, options);  // one rank: its only set is the world
   return start_runtime(p, std::make_unique<LocalTransport>(std::make_shared<LocalFabric>(1), 0),
                        Topology{}, options, {});  // one rank: every size 1; no online tuner
 }
@@ -213,7 +258,7 @@ void shutdown() {
                            [&] { return !p.stopping && !p.finishing; });
       return;
     }
-    if (p.runtime && p.runtime->on_runtime_thread()) {
+    if (p.runtime && (p.runtime->on_runtime_thread() || p.sets.on_a_set_thread())) {
       // From a callback (on the background or the GPU finalizer's thread):
       // the loop is asked to stop (every pending op then completes with
       // kShutdown); the next shutdown() from another thread, or the
@@ -225,6 +270,8 @@ void shutdown() {
     p.stopping = runtime.get();
   }
   if (!runtime) return;
+  // The process sets' runtimes stop first: their ops fail with kShutdown.
+  for (std::shared_ptr<Runtime>& set : p.sets.take_all()) set->shutdown();
   runtime->shutdown();
   // API calls that took the runtime before it was taken out finish first
   // (the queue is closed: their submissions fail at once). One stuck for a
@@ -304,9 +351,9 @@ TensorEntry make_entry(Request req, const Device& device) {
 
 // An op that reads `input` and writes `output` (allreduce, reducescatter).
 Status submit_reduction(Request req, const void* input, void* output, DoneCallback done,
-                        const Device& device) {
-  CurrentRuntime rt;
-  if (!rt) return not_initialized();
+                        const Device& device, int process_set) {
+  CurrentRuntime rt(process_set);
+  if (!rt) return rt.why_not();
   TensorEntry e = make_entry(std::move(req), device);
   e.input = input;
   e.output = output;
@@ -317,17 +364,17 @@ Status submit_reduction(Request req, const void* input, void* output, DoneCallba
 
 Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, void* output, ReduceOp op, DoneCallback done,
-                       double prescale, double postscale, Device device) {
+                       double prescale, double postscale, Device device, int process_set) {
   return submit_reduction(
       Request{name, OpType::kAllreduce, dtype, op, 0, prescale, postscale, shape}, input, output,
-      std::move(done), device);
+      std::move(done), device, process_set);
 }
 
 Status grouped_allreduce_async(const std::vector<AllreduceItem>& items, DataType dtype,
                                ReduceOp op, DoneCallback done, double prescale, double postscale,
-                               Device device) {
-  CurrentRuntime rt;
-  if (!rt) return not_initialized();
+                               Device device, int process_set) {
+  CurrentRuntime rt(process_set);
+  if (!rt) return rt.why_not();
   if (items.empty()) {
     if (done) done(Status::OK());
     return Status::OK();
@@ -367,9 +414,9 @@ Status grouped_allreduce_async(const std::vector<AllreduceItem>& items, DataType
 
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
-                       Device device) {
-  CurrentRuntime rt;
-  if (!rt) return not_initialized();
+                       Device device, int process_set) {
+  CurrentRuntime rt(process_set);
+  if (!rt) return rt.why_not();
   TensorEntry e = make_entry(
       Request{name, OpType::kAllgather, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape}, device);
   e.input = input;
@@ -380,17 +427,18 @@ Status allgather_async(const std::string& name, DataType dtype, const Shape& sha
 
 Status reducescatter_async(const std::string& name, DataType dtype, const Shape& shape,
                            const void* input, void* output, ReduceOp op, DoneCallback done,
-                           double prescale, double postscale, Device device) {
+                           double prescale, double postscale, Device device, int process_set) {
   return submit_reduction(
       Request{name, OpType::kReducescatter, dtype, op, 0, prescale, postscale, shape}, input,
-      output, std::move(done), device);
+      output, std::move(done), device, process_set);
 }
 
 Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
                       const void* input, const std::vector<int64_t>& splits,
-                      AlltoallAllocator allocate, DoneCallback done, Device device) {
-  CurrentRuntime rt;
-  if (!rt) return not_initialized();
+                      AlltoallAllocator allocate, DoneCallback done, Device device,
+                      int process_set) {
+  CurrentRuntime rt(process_set);
+  if (!rt) return rt.why_not();
   Request req{name, OpType::kAlltoall, dtype, ReduceOp::kSum, 0, 1.0, 1.0, shape};
   req.splits = splits;
   TensorEntry e = make_entry(std::move(req), device);
@@ -411,9 +459,19 @@ int64_t reducescatter_first_row(int64_t rows, int ranks, int rank) {
 }
 
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                       int root_rank, DoneCallback done, Device device) {
-  CurrentRuntime rt;
-  if (!rt) return not_initialized();
+                       int root_rank, DoneCallback done, Device device, int process_set) {
+  CurrentRuntime rt(process_set);
+  if (!rt) return rt.why_not();
+  if (process_set != 0) {  // the root's world rank, as Horovod's: its rank in the set
+    const std::vector<int>& ranks = rt.set_ranks();
+    auto at = std::find(ranks.begin(), ranks.end(), root_rank);
+    if (at == ranks.end())
+      return Status(StatusCode::kInvalidArgument,
+                    "broadcast of '" + name + "': root rank " + std::to_string(root_rank) +
+                        " is not in process set " + std::to_string(process_set),
+                    rank());
+    root_rank = static_cast<int>(at - ranks.begin());
+  }
   TensorEntry e = make_entry(
       Request{name, OpType::kBroadcast, dtype, ReduceOp::kSum, root_rank, 1.0, 1.0, shape}, device);
   e.input = buffer;
@@ -526,6 +584,58 @@ Status refuse_on_runtime_thread(const CurrentRuntime& rt, const char* call) {
                     " from a completion callback would stall the background loop it waits "
                     "for: call it from the application's own thread",
                 rt->topology().rank);
+}
+
+Status add_process_set(const std::vector<int>& ranks, int* id) {
+  int world_rank, world_size;
+  {
+    CurrentRuntime rt;
+    if (!rt) return rt.why_not();
+    if (rt->on_runtime_thread()) return refuse_on_runtime_thread(rt, "add_process_set");
+    world_rank = rt->rank();
+    world_size = rt->size();
+  }
+  if (process().sets.on_a_set_thread())
+    return Status(StatusCode::kInvalidArgument,
+                  "add_process_set from a completion callback would stall the background "
+                  "loop it waits for: call it from the application's own thread",
+                  world_rank);
+  return process().sets.add(ranks, world_rank, world_size, id);
+}
+
+Status remove_process_set(int id) {
+  int world_rank;
+  {
+    CurrentRuntime rt;
+    if (!rt) return rt.why_not();
+    if (rt->on_runtime_thread()) return refuse_on_runtime_thread(rt, "remove_process_set");
+    world_rank = rt->rank();
+  }
+  if (process().sets.on_a_set_thread())
+    return Status(StatusCode::kInvalidArgument,
+                  "remove_process_set from a completion callback would stall the background "
+                  "loop it stops: call it from the application's own thread",
+                  world_rank);
+  return process().sets.remove(id, world_rank);
+}
+
+std::map<int, std::vector<int>> process_sets() {
+  CurrentRuntime rt;
+  if (!rt) return {};
+  return process().sets.list(rt->size());
+}
+
+int process_set_rank(int id) {
+  CurrentRuntime rt(id);
+  return rt ? rt->rank() : -1;
+}
+
+int process_set_size(int id) {
+  if (id == 0) return size();
+  CurrentRuntime world;
+  if (!world) return -1;
+  ProcessSets::Lookup found = process().sets.find(id, world->rank());
+  return found.ranks.empty() ? -1 : static_cast<int>(found.ranks.size());
 }
 
 Status dump_flight_recorder(const std::string& path, std::string* written) {

@@ -58,6 +58,29 @@ int ringscope_c_local_size() { return ringscope::local_size(); }
 int ringscope_c_cross_rank() { return ringscope::cross_rank(); }
 int ringscope_c_cross_size() { return ringscope::cross_size(); }
 int ringscope_c_is_homogeneous() { return ringscope::is_homogeneous() ? 1 : 0; }
+// Process sets: add (collective; *id gets the set's id), remove
+// (collective), this rank's rank and the set's size (-1: unknown, or not
+// in it), and every set as "id:r,r,...;id:..." in `out`.
+int ringscope_c_add_process_set(const int* ranks, int n, int* id, char* err, int errlen) {
+  return report(ringscope::add_process_set(std::vector<int>(ranks, ranks + std::max(n, 0)), id),
+                err, errlen);
+}
+int ringscope_c_remove_process_set(int id, char* err, int errlen) {
+  return report(ringscope::remove_process_set(id), err, errlen);
+}
+int ringscope_c_process_set_rank(int id) { return ringscope::process_set_rank(id); }
+int ringscope_c_process_set_size(int id) { return ringscope::process_set_size(id); }
+int ringscope_c_process_sets(char* out, int outlen) {
+  std::string text;
+  for (const auto& [id, ranks] : ringscope::process_sets()) {
+    text += (text.empty() ? "" : ";") + std::to_string(id) + ":";
+    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+  }
+  if (!out || outlen <= 0) return static_cast<int>(text.size()) + 1;
+  std::strncpy(out, text.c_str(), static_cast<size_t>(outlen) - 1);
+  out[outlen - 1] = '\0';
+  return static_cast<int>(text.size()) + 1;  // the room it needs
+}
 int ringscope_c_start_trace(const char* path, char* err, int errlen) {
   return report(ringscope::start_trace(path ? path : ""), err, errlen);
 }

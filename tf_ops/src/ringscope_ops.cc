@@ -119,14 +119,8 @@ class RingscopeKernel : public tf::AsyncOpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &tensor_name_));
     if (tensor_name_.empty()) tensor_name_ = name();  // the graph node name
     // The set of ranks the op runs among, as Horovod's process_set_id: 0 is
-    // every rank, the only set this build has.
-    int process_set_id = 0;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_id));
-    OP_REQUIRES(ctx, process_set_id == 0,
-                tf::errors::Unimplemented("ringscope: process_set_id ", process_set_id,
-                                          " for tensor '", tensor_name_,
-                                          "': ringscope runs every collective among all ranks "
-                                          "(process set 0)"));
+    // every rank (add_process_set makes the others).
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_));
   }
 
  protected:
@@ -151,6 +145,7 @@ class RingscopeKernel : public tf::AsyncOpKernel {
     done();
   }
   std::string tensor_name_;
+  int process_set_ = 0;
 };
 
 class AllreduceOp : public RingscopeKernel {
@@ -177,7 +172,7 @@ class AllreduceOp : public RingscopeKernel {
     ringscope::Status s = ringscope::allreduce_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
         const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
-        postscale_);
+        postscale_, ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -216,9 +211,16 @@ class ReducescatterOp : public AllreduceOp {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
-    const int n = ringscope::size(), r = ringscope::rank();
-    OP_REQUIRES_ASYNC(ctx, n > 0,
+    // Rows split among the process set's ranks (the world's for set 0).
+    const int n = ringscope::process_set_size(process_set_),
+              r = ringscope::process_set_rank(process_set_);
+    OP_REQUIRES_ASYNC(ctx, ringscope::is_initialized(),
                       tf::errors::FailedPrecondition("ringscope is not initialised: call init()"),
+                      done);
+    OP_REQUIRES_ASYNC(ctx, n > 0 && r >= 0,
+                      tf::errors::InvalidArgument("ringscope reducescatter of '", tensor_name_,
+                                                  "': this rank is not in process set ",
+                                                  process_set_, ", or it does not exist"),
                       done);
     // A scalar goes to the runtime as it is: its coordinator fails it on
     // every rank alike (refusing it here would leave the others waiting).
@@ -229,7 +231,7 @@ class ReducescatterOp : public AllreduceOp {
     ringscope::Status s = ringscope::reducescatter_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
         const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
-        postscale_);
+        postscale_, ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -307,8 +309,9 @@ class GroupedAllreduceOp : public AllreduceOp {
       item.input = in.tensor_data().data();
       item.output = const_cast<char*>(out->tensor_data().data());
     }
-    ringscope::Status s = ringscope::grouped_allreduce_async(
-        items, dtype, reduce_op_, finish(ctx, done), prescale_, postscale_);
+    ringscope::Status s =
+        ringscope::grouped_allreduce_async(items, dtype, reduce_op_, finish(ctx, done), prescale_,
+                                           postscale_, ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -335,9 +338,9 @@ class AllgatherOp : public RingscopeKernel {
       if (!ctx->allocate_output(0, ts, &out).ok()) return nullptr;
       return const_cast<char*>(out->tensor_data().data());
     };
-    ringscope::Status s =
-        ringscope::allgather_async(tensor_name_, dtype, to_shape(in.shape()),
-                                   in.tensor_data().data(), allocate, finish(ctx, done));
+    ringscope::Status s = ringscope::allgather_async(
+        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), allocate,
+        finish(ctx, done), ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -373,9 +376,9 @@ class AlltoallOp : public RingscopeKernel {
             static_cast<tf::int32>(received[i]);
       return const_cast<char*>(out->tensor_data().data());
     };
-    ringscope::Status s =
-        ringscope::alltoall_async(tensor_name_, dtype, to_shape(in.shape()),
-                                  in.tensor_data().data(), splits, allocate, finish(ctx, done));
+    ringscope::Status s = ringscope::alltoall_async(
+        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), splits, allocate,
+        finish(ctx, done), ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -395,9 +398,9 @@ class BroadcastOp : public RingscopeKernel {
     if (in.TotalBytes() > 0)
       std::memcpy(const_cast<char*>(out->tensor_data().data()), in.tensor_data().data(),
                   in.TotalBytes());
-    ringscope::Status s = ringscope::broadcast_async(tensor_name_, dtype, to_shape(in.shape()),
-                                                     const_cast<char*>(out->tensor_data().data()),
-                                                     root_, finish(ctx, done));
+    ringscope::Status s = ringscope::broadcast_async(
+        tensor_name_, dtype, to_shape(in.shape()), const_cast<char*>(out->tensor_data().data()),
+        root_, finish(ctx, done), ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -422,12 +425,7 @@ class BroadcastInplaceOp : public tf::OpKernel {
                 tf::errors::InvalidArgument("ringscope broadcast_: ", names_.size(),
                                             " variable_names for ", ctx->num_inputs(),
                                             " variables"));
-    int process_set_id = 0;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_id));
-    OP_REQUIRES(ctx, process_set_id == 0,
-                tf::errors::Unimplemented("ringscope broadcast_: process_set_id ",
-                                          process_set_id, ": ringscope runs every collective "
-                                          "among all ranks (process set 0)"));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_));
   }
   void Compute(tf::OpKernelContext* ctx) override {
     const int n = ctx->num_inputs();
@@ -486,7 +484,8 @@ class BroadcastInplaceOp : public tf::OpKernel {
             std::lock_guard<std::mutex> lock(pending->mu);
             if (!st.ok() && pending->first.ok()) pending->first = st;
             if (--pending->left == 0) pending->cv.notify_all();
-          });
+          },
+          ringscope::Device::cpu(), process_set_);
       if (!s.ok()) {  // the ones not submitted will not call back
         std::lock_guard<std::mutex> lock(pending->mu);
         if (pending->first.ok()) pending->first = s;
@@ -501,6 +500,7 @@ class BroadcastInplaceOp : public tf::OpKernel {
 
  private:
   int root_ = 0;
+  int process_set_ = 0;
   std::vector<std::string> names_;
 };
 
@@ -527,13 +527,30 @@ class JoinOp : public tf::AsyncOpKernel {
 };
 
 // size_op(), rank_op(), ...: the topology as int32 scalars, for graphs that
-// need it as a tensor (as Horovod's size_op/rank_op).
+// need it as a tensor (as Horovod's size_op/rank_op); size_op and
+// process_set_included_op of a process set (attr process_set_id).
+int set_size(int id) { return ringscope::process_set_size(id); }
+int set_included(int id) {
+  if (!ringscope::is_initialized() || ringscope::process_sets().count(id) == 0) return -1;
+  return ringscope::process_set_rank(id) >= 0 ? 1 : 0;
+}
 template <int (*Fn)()>
+int world(int) {
+  return Fn();
+}
+
+template <int (*Fn)(int)>
 class TopologyOp : public tf::OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit TopologyOp(tf::OpKernelConstruction* ctx) : OpKernel(ctx) {
+    if (ctx->HasAttr("process_set_id"))
+      OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_));
+  }
   void Compute(tf::OpKernelContext* ctx) override {
-    const int value = Fn();
+    const int value = Fn(process_set_);
+    OP_REQUIRES(ctx, value >= 0 || !ringscope::is_initialized(),
+                tf::errors::InvalidArgument("ringscope: process set ", process_set_,
+                                            " does not exist"));
     OP_REQUIRES(ctx, value >= 0,
                 tf::errors::FailedPrecondition(
                     "ringscope is not initialised: call ringscope.tensorflow.init() first"));
@@ -541,23 +558,28 @@ class TopologyOp : public tf::OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tf::TensorShape({}), &out));
     out->scalar<tf::int32>()() = value;
   }
+
+ private:
+  int process_set_ = 0;
 };
 
 }  // namespace
 
-#define RINGSCOPE_TOPOLOGY_OP(OpName, fn)                        \
+#define RINGSCOPE_TOPOLOGY_OP(OpName, fn, ...)                   \
   REGISTER_OP(OpName)                                            \
-      .Output("value: int32")                                    \
+      .Output("value: int32") __VA_ARGS__                        \
       .SetIsStateful()                                           \
       .SetShapeFn([](tf::shape_inference::InferenceContext* c) { \
         c->set_output(0, c->Scalar());                           \
         return tf::Status();                                     \
       });                                                        \
-  REGISTER_KERNEL_BUILDER(Name(OpName).Device(tf::DEVICE_CPU), TopologyOp<ringscope::fn>)
-RINGSCOPE_TOPOLOGY_OP("RingscopeSize", size);
-RINGSCOPE_TOPOLOGY_OP("RingscopeRank", rank);
-RINGSCOPE_TOPOLOGY_OP("RingscopeLocalSize", local_size);
-RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", local_rank);
+  REGISTER_KERNEL_BUILDER(Name(OpName).Device(tf::DEVICE_CPU), TopologyOp<fn>)
+RINGSCOPE_TOPOLOGY_OP("RingscopeSize", set_size, .Attr("process_set_id: int = 0"));
+RINGSCOPE_TOPOLOGY_OP("RingscopeProcessSetIncluded", set_included,
+                      .Attr("process_set_id: int = 0"));
+RINGSCOPE_TOPOLOGY_OP("RingscopeRank", world<ringscope::rank>);
+RINGSCOPE_TOPOLOGY_OP("RingscopeLocalSize", world<ringscope::local_size>);
+RINGSCOPE_TOPOLOGY_OP("RingscopeLocalRank", world<ringscope::local_rank>);
 
 #define RINGSCOPE_TYPES "T: {uint8, int8, int16, uint16, int32, int64, half, bfloat16, float, double}"
 

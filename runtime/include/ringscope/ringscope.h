@@ -158,7 +158,7 @@ bool is_homogeneous();
 Status allreduce_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, void* output, ReduceOp op, DoneCallback done,
                        double prescale = 1.0, double postscale = 1.0,
-                       Device device = Device::cpu());
+                       Device device = Device::cpu(), int process_set = 0);
 // One tensor of a grouped allreduce.
 struct AllreduceItem {
   std::string name;
@@ -174,11 +174,12 @@ struct AllreduceItem {
 // a bad shape) is returned and `done` is not called.
 Status grouped_allreduce_async(const std::vector<AllreduceItem>& items, DataType dtype,
                                ReduceOp op, DoneCallback done, double prescale = 1.0,
-                               double postscale = 1.0, Device device = Device::cpu());
+                               double postscale = 1.0, Device device = Device::cpu(),
+                               int process_set = 0);
 // Gathers along dim 0; dim 0 may differ per rank, other dims must agree.
 Status allgather_async(const std::string& name, DataType dtype, const Shape& shape,
                        const void* input, AllgatherAllocator allocate, DoneCallback done,
-                       Device device = Device::cpu());
+                       Device device = Device::cpu(), int process_set = 0);
 // Reduces like allreduce, then splits the result along dim 0: this rank's
 // `output` gets its rows, reducescatter_rows(shape[0], size(), rank()) of
 // them starting at row reducescatter_first_row(...); the first
@@ -188,7 +189,7 @@ Status allgather_async(const std::string& name, DataType dtype, const Shape& sha
 Status reducescatter_async(const std::string& name, DataType dtype, const Shape& shape,
                            const void* input, void* output, ReduceOp op, DoneCallback done,
                            double prescale = 1.0, double postscale = 1.0,
-                           Device device = Device::cpu());
+                           Device device = Device::cpu(), int process_set = 0);
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank);
 int64_t reducescatter_first_row(int64_t rows, int ranks, int rank);
 // Sends consecutive rows of dim 0 to every rank: the first splits[0] rows
@@ -201,10 +202,38 @@ int64_t reducescatter_first_row(int64_t rows, int ranks, int rank);
 // every rank sends the same splits as the last time the name ran.
 Status alltoall_async(const std::string& name, DataType dtype, const Shape& shape,
                       const void* input, const std::vector<int64_t>& splits,
-                      AlltoallAllocator allocate, DoneCallback done, Device device = Device::cpu());
-// In place: `buffer` on root_rank is sent to every rank's `buffer`.
+                      AlltoallAllocator allocate, DoneCallback done, Device device = Device::cpu(),
+                      int process_set = 0);
+// In place: `buffer` on root_rank is sent to every rank's `buffer`. In a
+// process set, root_rank is the root's rank in the world, as Horovod's.
 Status broadcast_async(const std::string& name, DataType dtype, const Shape& shape, void* buffer,
-                       int root_rank, DoneCallback done, Device device = Device::cpu());
+                       int root_rank, DoneCallback done, Device device = Device::cpu(),
+                       int process_set = 0);
+
+// ---- Process sets (Horovod's): collectives among a subset of the ranks ----
+//
+// Every op above takes `process_set`: 0 is every rank; another id runs the
+// op among that set's ranks only (its Average divides by the set's size;
+// splits and ranks inside it count the set's ranks, in world order). Each
+// set has a runtime of its own over its own communicator: it negotiates,
+// caches, fuses, times out and detects stalls among its ranks only, on its
+// own background thread, so ops of disjoint sets run concurrently. A rank
+// outside the set is refused (kInvalidArgument), as is an id no set has.
+//
+// add_process_set is collective over every rank (each passes the same
+// ranks, in any order); it fails on every rank alike where they differ, a
+// rank is out of range, or a set of those ranks exists (the world's too).
+// *id gets the smallest unused id >= 1, the same on every rank.
+Status add_process_set(const std::vector<int>& ranks, int* id);
+// Collective over every rank: the set's pending ops fail with kShutdown and
+// its id is free again. Id 0 (the world) cannot be removed.
+Status remove_process_set(int id);
+// Every set this rank knows: id -> its ranks in the world, sorted (0: all).
+std::map<int, std::vector<int>> process_sets();
+// This rank's rank in the set, and the set's size; -1 where the id is
+// unknown (or, for the rank, this rank is not in it).
+int process_set_rank(int id);
+int process_set_size(int id);
 
 // Join (Horovod's hvd.join): this rank has no more tensors to submit, for
 // instance because its share of the data ran out before the others'. Until

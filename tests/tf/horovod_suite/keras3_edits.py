@@ -12,6 +12,7 @@ KERAS = "test_tensorflow2_keras.py"
 TF = "test_tensorflow.py"
 BENCH = "tensorflow2_synthetic_benchmark.py"
 KERAS_BENCH = "tensorflow2_keras_synthetic_benchmark.py"
+KERAS_SETS = "test_tensorflow2_keras_process_sets.py"
 EDITS = [
     # (files, pattern, replacement, why)
     ((KERAS,), r"\blr=", "learning_rate=", "optimizers take learning_rate= only"),
@@ -24,12 +25,12 @@ EDITS = [
     ((KERAS,), r",\s*input_length=\d+", "", "Embedding has no input_length"),
     ((KERAS, TF), r"\b([A-Za-z_][A-Za-z_0-9]*)\.ref\(\)", r"id(\1)",
      "Keras variables have no ref(): key them by id()"),
-    ((KERAS,), r"def update_step\(self, gradient, variable\):",
+    ((KERAS, KERAS_SETS), r"def update_step\(self, gradient, variable\):",
      "def update_step(self, gradient, variable, learning_rate=None):",
      "Optimizer.update_step takes the learning rate"),
     ((KERAS,), r"keras\.losses\.mean_squared_error\b", "keras.losses.MeanSquaredError()",
      "loss functions are classes (or 'mse')"),
-    ((KERAS,), r"super\(\)\.__init__\(name=name, \*\*kwargs\)",
+    ((KERAS, KERAS_SETS), r"super\(\)\.__init__\(name=name, \*\*kwargs\)",
      "super().__init__(name=name, **{'learning_rate': 0.1, **kwargs})",
      "an Optimizer subclass passes learning_rate to Optimizer.__init__"),
     ((KERAS,), r",\s*experimental_aggregate_gradients=False", "",

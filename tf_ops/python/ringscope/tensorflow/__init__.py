@@ -46,7 +46,14 @@ from ringscope.tensorflow.collectives import (  # noqa: F401
     join,
     reducescatter,
 )
+from ringscope.tensorflow import process_sets as _process_sets
 from ringscope.tensorflow.compression import Compression
+from ringscope.tensorflow.process_sets import (  # noqa: F401
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
 from ringscope.tensorflow.gradient_tape import (  # noqa: F401
     DistributedGradientTape,
     PartialDistributedGradientTape,
@@ -65,7 +72,8 @@ __all__ = [
     "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built",
     "ccl_built", "reducescatter", "grouped_reducescatter", "grouped_allgather", "alltoall",
     "join", "SyncBatchNormalization", "PartialDistributedGradientTape",
-    "broadcast_global_variables", "is_homogeneous", "dump_flight_recorder",
+    "broadcast_global_variables", "is_homogeneous", "dump_flight_recorder", "ProcessSet",
+    "add_process_set", "remove_process_set", "global_process_set", "process_set_included_op",
 ]
 
 _shutdown_at_exit = []  # atexit registered (once)
@@ -74,19 +82,21 @@ _shutdown_at_exit = []  # atexit registered (once)
 def init(comm=None, process_sets=None):
     """Starts the runtime over MPI_COMM_WORLD with settings from the environment.
     A script that never calls shutdown() is shut down at interpreter exit,
-    before MPI is finalised (as Horovod does). Horovod's ``comm`` and
-    ``process_sets`` are accepted when they ask for the whole world."""
+    before MPI is finalised (as Horovod does). Horovod's ``comm`` is
+    accepted when it asks for the whole world; ``process_sets`` (a list of
+    ProcessSet, or "dynamic") are registered in order, on every rank."""
     if _is_whole_world(comm):
         comm = None  # Horovod's hvd.init(comm=MPI.COMM_WORLD): the default
-    if comm is not None or process_sets not in (None, [], ()):
-        raise ValueError("ringscope: init(comm=..., process_sets=...) is not supported: "
-                         "ringscope runs over every rank of MPI_COMM_WORLD (launch the ranks "
-                         "you want with mpirun)")
+    if comm is not None:
+        raise ValueError("ringscope: init(comm=...) is not supported: ringscope runs over every "
+                         "rank of MPI_COMM_WORLD (launch the ranks you want with mpirun; a "
+                         "subset runs its collectives in a ProcessSet)")
     starting = not is_initialized()
     _call(_c.ringscope_c_init)
     if starting:
         _agree_on_settings()
         _stacks_in_dumps()
+        _process_sets._on_init(process_sets)
     if not _shutdown_at_exit:
         _shutdown_at_exit.append(True)
         atexit.register(shutdown)
@@ -222,9 +232,15 @@ def cross_size():
     return _topology(_c.ringscope_c_cross_size)
 
 
-def size_op():
-    """size() as an int32 scalar tensor (graph-friendly, like Horovod's)."""
-    return _ops.ringscope_size()
+def size_op(process_set_id=0, name=None):
+    """size() as an int32 scalar tensor (graph-friendly, like Horovod's);
+    the size of process set ``process_set_id``."""
+    return _ops.ringscope_size(process_set_id=int(process_set_id), name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """1 (int32) where this rank is in process set ``process_set_id``, else 0."""
+    return _ops.ringscope_process_set_included(process_set_id=int(process_set_id), name=name)
 
 
 def rank_op():

@@ -181,6 +181,11 @@ STACK_WRITER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 c.ringscope_c_set_stack_source.argtypes = [ctypes.c_int, ctypes.c_int, STACK_WRITER]
 c.ringscope_c_set_stack_source.restype = None
 c.ringscope_c_mark_step.argtypes = [ctypes.c_longlong]
+c.ringscope_c_add_process_set.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+                                          ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
+                                          ctypes.c_int]
+c.ringscope_c_remove_process_set.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+c.ringscope_c_process_sets.argtypes = [ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_propose_settings.argtypes = [
     ctypes.c_longlong, ctypes.c_double, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
 c.ringscope_c_current_settings.argtypes = [

@@ -57,8 +57,6 @@ def ccl_built():
 # provided"): an AttributeError that says so and what to use instead,
 # rather than a bare "has no attribute".
 _NOT_PROVIDED = {
-    "ProcessSet": "process sets", "add_process_set": "process sets",
-    "remove_process_set": "process sets", "global_process_set": "process sets",
     "elastic": "elastic training", "Adasum": "the Adasum op",
     "BroadcastGlobalVariablesHook": "TF1 session hooks (use broadcast_variables or "
     "BroadcastGlobalVariablesCallback)",

@@ -14,6 +14,7 @@ from tensorflow.python.eager import record as _record
 
 from ringscope.tensorflow._library import ops as _ops
 from ringscope.tensorflow.compression import Compression
+from ringscope.tensorflow.process_sets import global_process_set, process_set_id_of
 
 # Reduce ops (same values as the C++ ReduceOp).
 Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
@@ -105,6 +106,12 @@ def _with_cast_gradients(fn, tensors):
     return call(*inputs)
 
 
+def _in_set(process_set_id):
+    """The op attr of a process set other than the world's (none for 0, so
+    the world's eager ops keep their attrs, and their kernels, as before)."""
+    return {"process_set_id": process_set_id} if process_set_id else {}
+
+
 def _reduce_op(op, average):
     if op is not None and average is not None:
         raise ValueError("give either op or the deprecated average, not both")
@@ -117,20 +124,23 @@ def _reduce_op(op, average):
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="",
               compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
-              name=None, ignore_name_scope=False):
-    """Reduces ``tensor`` over all ranks (default: Average). IndexedSlices are
+              name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Reduces ``tensor`` over all ranks (default: Average), or over the
+    ranks of ``process_set``. IndexedSlices are
     allgathered (values and indices), as Horovod does: Sum and Average only,
     without scale factors, and an Average divides the values by size() as
     TensorFlow's ``/`` does (integer values become float64, as Horovod's)."""
     op = _reduce_op(op, average)
+    psid = process_set_id_of(process_set)
     if isinstance(tensor, tf.IndexedSlices):
         _check_sparse(op, prescale_factor, postscale_factor)
-        return _sparse_allreduce(tensor, op, _auto_name("allreduce_sparse", name))
+        return _sparse_allreduce(tensor, op, _auto_name("allreduce_sparse", name), psid=psid)
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
     out = _ops.ringscope_allreduce(
         compressed, reduce_op=op, prescale_factor=float(prescale_factor),
-        postscale_factor=float(postscale_factor), tensor_name=_auto_name("allreduce", name))
+        postscale_factor=float(postscale_factor), tensor_name=_auto_name("allreduce", name),
+        **_in_set(psid))
     return compression.decompress(out, ctx)
 
 
@@ -147,21 +157,21 @@ def _check_sparse(op, prescale_factor, postscale_factor):
             "tf.IndexedSlices (as in Horovod): scale the values before or after")
 
 
-def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0):
+def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0, psid=0):
     """IndexedSlices summed or averaged over ranks by allgathering values and
     indices. ``prescale`` and ``postscale`` scale the values (the gradient
     reduction's factors; the public allreduce refuses them, as Horovod)."""
     values = slices.values
     if prescale != 1.0:
         values = values * tf.cast(prescale, values.dtype)
-    values = allgather(values, name=(base + "/values") if base else None)
-    indices = allgather(slices.indices, name=(base + "/indices") if base else None)
+    values = _allgather(values, (base + "/values") if base else None, psid)
+    indices = _allgather(slices.indices, (base + "/indices") if base else None, psid)
     if op == Average:
         # Divided by the size op's output, not a constant: in a graph
         # TensorFlow's optimizer turns a division by a constant into a
         # multiplication by its reciprocal, one rounding more (and eagerly
         # a group runs as a tf.function).
-        values = values / tf.cast(_ops.ringscope_size(), values.dtype)
+        values = values / tf.cast(_ops.ringscope_size(**_in_set(psid)), values.dtype)
     if postscale != 1.0:
         values = values * tf.cast(postscale, values.dtype)
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
@@ -169,7 +179,8 @@ def _sparse_allreduce(slices, op, base, prescale=1.0, postscale=1.0):
 
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, name=None, ignore_name_scope=False):
+                      postscale_factor=1.0, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
     """Allreduces a list of tensors, handed to the runtime together (one
     grouped op per dtype: one hand-off and one completion, eagerly too), so
     the runtime fuses them. Horovod's arguments; device_dense and
@@ -177,25 +188,27 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     del device_dense, device_sparse
     tensors = list(tensors)
     op = _reduce_op(op, average)
+    psid = process_set_id_of(process_set)
     if any(type(t) is tf.IndexedSlices for t in tensors):  # before anything is submitted
         _check_sparse(op, prescale_factor, postscale_factor)
     base = _auto_name("grouped_allreduce", name)
     names = [f"{base}/{i}" if base else "" for i in range(len(tensors))]
     return reduce_group(tensors, names, op, compression, float(prescale_factor),
-                        float(postscale_factor), ("grouped_allreduce", base))
+                        float(postscale_factor), ("grouped_allreduce", base), psid)
 
 
-def reduce_group(tensors, names, op, compression, pre, post, key):
+def reduce_group(tensors, names, op, compression, pre, post, key, psid=0):
     """Allreduces ``tensors`` (named ``names``; "" in a graph: the op's node
     name) with ``op`` and the scale factors: the dense ones with one grouped
     op per dtype (after compression), IndexedSlices by allgathers. Eagerly,
     where that is more than one op, they run in one cached tf.function (so
     the runtime sees them together); ``key`` names that function's cache
-    entry. Returns the results in the order given."""
+    entry. ``psid``: the process set's id (0: every rank). Returns the
+    results in the order given."""
     if compression is Compression.none and tensors and tf.executing_eagerly() and not any(
             type(t) is tf.IndexedSlices for t in tensors):
         try:  # one dtype (TensorFlow checks it): no per-tensor work in Python
-            return list(_grouped_op(tensors, names, op, pre, post))
+            return list(_grouped_op(tensors, names, op, pre, post, psid))
         except (TypeError, tf.errors.InvalidArgumentError):
             # Several dtypes, refused before anything was submitted (so is
             # any other InvalidArgument of a grouped allreduce: the group
@@ -206,26 +219,27 @@ def reduce_group(tensors, names, op, compression, pre, post, key):
     for i in dense:
         by_dtype.setdefault(tf.as_dtype(tensors[i].dtype), []).append(i)
     if tf.executing_eagerly() and (len(by_dtype) > 1 or len(dense) < len(tensors)):
-        full_key = key + (tuple(names), op, compression, pre, post)
+        full_key = key + (tuple(names), op, compression, pre, post, psid)
         return _submit_together(
             _together_fns, full_key,
-            lambda ts: _reduce_group_ops(ts, names, op, compression, pre, post), tensors)
-    return _reduce_group_ops(tensors, names, op, compression, pre, post)
+            lambda ts: _reduce_group_ops(ts, names, op, compression, pre, post, psid), tensors)
+    return _reduce_group_ops(tensors, names, op, compression, pre, post, psid)
 
 
-def _reduce_group_ops(tensors, names, op, compression, pre, post):
+def _reduce_group_ops(tensors, names, op, compression, pre, post, psid):
     out = [None] * len(tensors)
     groups = {}
     contexts = {}
     for i, t in enumerate(tensors):
         if isinstance(t, tf.IndexedSlices):
-            out[i] = _sparse_allreduce(t, op, names[i], pre, post)
+            out[i] = _sparse_allreduce(t, op, names[i], pre, post, psid)
             continue
         compressed, contexts[i] = compression.compress(tf.convert_to_tensor(t))
         groups.setdefault(compressed.dtype, []).append((i, compressed))
     for members in groups.values():
         index = [i for i, _ in members]
-        reduced = _grouped_op([c for _, c in members], [names[i] for i in index], op, pre, post)
+        reduced = _grouped_op([c for _, c in members], [names[i] for i in index], op, pre, post,
+                              psid)
         for i, r in zip(index, reduced):
             out[i] = compression.decompress(r, contexts[i])
     return out
@@ -235,23 +249,25 @@ _group_keys = {}  # eager groups: member names -> the key they are registered un
 _group_names = {}  # and back: key -> member names (a group's gradient names its members)
 
 
-def _grouped_op(tensors, names, op, pre, post):
+def _grouped_op(tensors, names, op, pre, post, psid=0):
     """One grouped allreduce op. Eagerly the member names are registered once
     under a key (an op's attrs are converted on every eager call: a list of
     200 names cost ~430 us a step); in a graph they are the op's attr."""
     if not all(names):  # a graph's unnamed group: "<node name>/<i>"
         return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
-                                                postscale_factor=post)
+                                                postscale_factor=post, **_in_set(psid))
     if not tf.executing_eagerly():
         return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
-                                                postscale_factor=post, tensor_names=names)
+                                                postscale_factor=post, tensor_names=names,
+                                                **_in_set(psid))
     names = tuple(names)
     key = _group_keys.get(names)
     if key is None:
         key = _group_keys[names] = _register_group(names)
         _group_names[key] = names
     return _ops.ringscope_grouped_allreduce(tensors, reduce_op=op, prescale_factor=pre,
-                                            postscale_factor=post, tensor_name=key)
+                                            postscale_factor=post, tensor_name=key,
+                                            **_in_set(psid))
 
 
 def group_member_names(key):
@@ -276,28 +292,38 @@ def _as_bytes(tensor):
     return tensor, lambda t: t
 
 
-def allgather(tensor, name=None, ignore_name_scope=False):
-    """Concatenates ``tensor`` from every rank along dim 0 (dim 0 may differ)."""
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Concatenates ``tensor`` from every rank (of ``process_set``) along
+    dim 0 (dim 0 may differ)."""
+    return _allgather(tensor, name, process_set_id_of(process_set))
+
+
+def _allgather(tensor, name, psid):
     tensor = tf.convert_to_tensor(tensor)
     # A scalar is refused by the op with its own message; its bytes (shape
     # [2] for 16 bits) would be gathered and then fail to convert back.
     moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
-    return back(_ops.ringscope_allgather(moved, tensor_name=_auto_name("allgather", name)))
+    return back(_ops.ringscope_allgather(moved, tensor_name=_auto_name("allgather", name),
+                                         **_in_set(psid)))
 
 
-def grouped_allgather(tensors, name=None, ignore_name_scope=False):
+def grouped_allgather(tensors, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
     """Allgathers each tensor of a list (each one's dim 0 may differ per
     rank); they are submitted together (eagerly too)."""
     base = _auto_name("grouped_allgather", name)
+    psid = process_set_id_of(process_set)
 
     def build(ts):
-        return [allgather(t, name=f"{base}/{i}" if base else None) for i, t in enumerate(ts)]
+        return [_allgather(t, f"{base}/{i}" if base else None, psid) for i, t in enumerate(ts)]
 
-    return _submit_together(_together_fns, ("grouped_allgather", base), build, list(tensors))
+    return _submit_together(_together_fns, ("grouped_allgather", base, psid), build,
+                            list(tensors))
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
-                  ignore_name_scope=False, prescale_factor=1.0, postscale_factor=1.0):
+                  ignore_name_scope=False, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
     """Reduces ``tensor`` over all ranks (default: Average) and returns this
     rank's rows of the result along dim 0: the first dim0 % size() ranks get
     one row more than the others, as in Horovod. ``op``: Sum, Average, Min
@@ -314,7 +340,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     out = _ops.ringscope_reducescatter(
         compressed, reduce_op=op, prescale_factor=float(prescale_factor),
         postscale_factor=float(postscale_factor),
-        tensor_name=_auto_name("reducescatter", name))
+        tensor_name=_auto_name("reducescatter", name), **_in_set(process_set_id_of(process_set)))
     return compression.decompress(out, ctx)
 
 
@@ -329,23 +355,26 @@ def _check_device_dense(device_dense):
 
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=None,
                           prescale_factor=1.0, postscale_factor=1.0, name=None,
-                          ignore_name_scope=False):
+                          ignore_name_scope=False, process_set=global_process_set):
     """reducescatter of each tensor of a list; they are submitted together
     (eagerly too). Arguments in Horovod's order."""
     _check_device_dense(device_dense)
     base = _auto_name("grouped_reducescatter", name)
+    psid = process_set_id_of(process_set)  # a bad set fails here, before any op
 
     def build(ts):
         return [reducescatter(t, op=op, name=f"{base}/{i}" if base else None,
                               prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                              compression=compression) for i, t in enumerate(ts)]
+                              compression=compression, process_set=process_set)
+                for i, t in enumerate(ts)]
 
     key = ("grouped_reducescatter", base, op, float(prescale_factor), float(postscale_factor),
-           compression)
+           compression, psid)
     return _submit_together(_together_fns, key, build, list(tensors))
 
 
-def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
+             process_set=global_process_set):
     """Sends consecutive rows of ``tensor`` (along dim 0) to every rank:
     ``splits[d]`` rows to rank d, in rank order (default: an equal split,
     dim 0 must then divide by size()). Returns, as Horovod does, the rows
@@ -362,18 +391,22 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
     # trailing dimension, so the splits over dim 0 still hold.
     moved, back = _as_bytes(tensor) if tensor.shape.rank != 0 else (tensor, lambda t: t)
     output, received_splits = _ops.ringscope_alltoall(
-        moved, splits_in, tensor_name=_auto_name("alltoall", name))
+        moved, splits_in, tensor_name=_auto_name("alltoall", name),
+        **_in_set(process_set_id_of(process_set)))
     return back(output) if splits is None else (back(output), received_splits)
 
 
-def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
-    """Returns ``tensor`` of rank ``root_rank`` on every rank."""
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
+              process_set=global_process_set):
+    """Returns ``tensor`` of rank ``root_rank`` on every rank (of
+    ``process_set``; root_rank is a rank in the world, as Horovod's)."""
     moved, back = _as_bytes(tf.convert_to_tensor(tensor))
     return back(_ops.ringscope_broadcast(moved, root_rank=int(root_rank),
-                                         tensor_name=_auto_name("broadcast", name)))
+                                         tensor_name=_auto_name("broadcast", name),
+                                         **_in_set(process_set_id_of(process_set))))
 
 
-def broadcast_(variables, root_rank, name=None, process_set=None):
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Horovod's in-place broadcast: writes rank ``root_rank``'s values into
     ``variables`` on every rank, in their own buffers (no copy is made
     unless something still holds a value read before), and returns their
@@ -383,7 +416,7 @@ def broadcast_(variables, root_rank, name=None, process_set=None):
     ``name``, as Horovod's."""
     from tensorflow.python.ops import resource_variable_ops
 
-    del process_set  # every collective runs among all ranks
+    psid = process_set_id_of(process_set)
     variables = [getattr(v, "value", v) if _is_keras_variable(v) else v for v in variables]
     if not variables:
         return []
@@ -392,11 +425,12 @@ def broadcast_(variables, root_rank, name=None, process_set=None):
     resource = [resource_variable_ops.is_resource_variable(v) for v in variables]
     if all(resource):
         op = _ops.ringscope_broadcast_inplace([v.handle for v in variables],
-                                              root_rank=int(root_rank), variable_names=names)
+                                              root_rank=int(root_rank), variable_names=names,
+                                              **_in_set(psid))
         with tf.control_dependencies(None if op is None else [op]):
             return [v.read_value() for v in variables]
     if not any(resource):
-        return [tf.compat.v1.assign(v, broadcast(v, root_rank, name=n))
+        return [tf.compat.v1.assign(v, broadcast(v, root_rank, name=n, process_set=process_set))
                 for v, n in zip(variables, names)]
     raise ValueError("All variables passed to broadcast_() should be of the same kind, "
                      "resource or reference")
@@ -436,7 +470,7 @@ def _is_rng_state(var):
 
 
 def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=False,
-                        name=None):
+                        name=None, process_set=global_process_set):
     """Assigns every variable the value it has on ``root_rank``; the
     broadcasts are submitted together (eagerly too). A SeedGenerator's state
     stays each rank's own unless ``include_rng_state``: copied from root,
@@ -452,10 +486,13 @@ def broadcast_variables(variables, root_rank, inplace=False, include_rng_state=F
     names = tuple(f"{base}/{i}" for i in range(len(variables)))
     root = int(root_rank)
 
-    def build(values):
-        return [broadcast(v, root, name=n) for v, n in zip(values, names)]
+    psid = process_set_id_of(process_set)  # a bad set fails here, before any op
 
-    values = _submit_together(_together_fns, ("broadcast_variables", root, names), build,
+    def build(values):
+        return [broadcast(v, root, name=n, process_set=process_set)
+                for v, n in zip(values, names)]
+
+    values = _submit_together(_together_fns, ("broadcast_variables", root, names, psid), build,
                               [tf.convert_to_tensor(var) for var in variables])
-    for var, value in zip(variables, values):
-        var.assign(value)
+    # A graph (TF1 session) runs what is returned, as Horovod's group op.
+    return tf.group(*[var.assign(value) for var, value in zip(variables, values)])

@@ -64,11 +64,12 @@ def _unpicklable(what, ranks, error):
     return ValueError(message)
 
 
-def broadcast_object(obj, root_rank=0, session=None, name=None):
+def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=None):
     """Returns root_rank's ``obj`` on every rank (pickled, then broadcast).
 
     ``session``: the TensorFlow 1 session that runs the broadcasts in graph
-    mode (default: the default session); None eagerly."""
+    mode (default: the default session); None eagerly. ``process_set``:
+    among its ranks only (root_rank a rank in the world)."""
     from ringscope.tensorflow import rank
     from ringscope.tensorflow.collectives import _auto_name, broadcast
 
@@ -77,34 +78,38 @@ def broadcast_object(obj, root_rank=0, session=None, name=None):
     root = rank() == int(root_rank)                                    # differs between ranks
     payload, error = _dumps_or_error(obj) if root else (np.zeros(0, np.uint8), None)
     size = -1 if error is not None else payload.size
-    length = int(run(broadcast(tf.constant([size], tf.int64), root_rank, name=f"{name}.sz"))[0])
+    length = int(run(broadcast(tf.constant([size], tf.int64), root_rank, name=f"{name}.sz",
+                               process_set=process_set))[0])
     if length < 0:
         raise _unpicklable("broadcast_object", [int(root_rank)], error)
     if not root:
         payload = np.zeros(length, np.uint8)
-    data = run(broadcast(tf.constant(payload), root_rank, name=f"{name}.t"))
+    data = run(broadcast(tf.constant(payload), root_rank, name=f"{name}.t",
+                         process_set=process_set))
     return obj if root else _loads(data)
 
 
-def allgather_object(obj, session=None, name=None):
-    """Returns the list of every rank's ``obj``, indexed by rank.
-    ``session``: as in broadcast_object."""
+def allgather_object(obj, session=None, name=None, process_set=None):
+    """Returns the list of every rank's ``obj``, indexed by rank (of
+    ``process_set``: its ranks in order). ``session``: as in
+    broadcast_object."""
     from ringscope.tensorflow.collectives import _auto_name, allgather
 
     run = _runner("allgather_object", session)
     name = _auto_name("allgather_object", name) or "allgather_object"
     payload, error = _dumps_or_error(obj)
     size = -1 if error is not None else payload.size
-    lengths = run(allgather(tf.constant([size], tf.int64), name=f"{name}.sz"))
+    lengths = run(allgather(tf.constant([size], tf.int64), name=f"{name}.sz",
+                            process_set=process_set))
     if (lengths < 0).any():
         raise _unpicklable("allgather_object", [int(r) for r in np.flatnonzero(lengths < 0)],
                            error)
-    data = run(allgather(tf.constant(payload), name=f"{name}.t"))
+    data = run(allgather(tf.constant(payload), name=f"{name}.t", process_set=process_set))
     ends = np.cumsum(lengths)
     return [_loads(data[end - n:end]) for n, end in zip(lengths, ends)]
 
 
-def barrier(name=None, session=None):
+def barrier(name=None, session=None, process_set=None):
     """Returns once every rank has called barrier() (the same number of
     times, from the same thread, or with the same ``name``); in a
     TensorFlow 1 graph through ``session`` (default: the default session)."""
@@ -112,4 +117,4 @@ def barrier(name=None, session=None):
 
     run = _runner("barrier", session)
     name = _auto_name("barrier", name) or "barrier"
-    run(allreduce(tf.zeros([1], tf.int32), op=Sum, name=name))
+    run(allreduce(tf.zeros([1], tf.int32), op=Sum, name=name, process_set=process_set))

@@ -77,7 +77,7 @@ class GradientReduction:
 
     def __init__(self, op=None, compression=None, sparse_as_dense=False,
                  gradient_predivide_factor=1.0, prescale_factor=1.0, postscale_factor=1.0,
-                 num_groups=0, groups=None):
+                 num_groups=0, groups=None, process_set=None):
         from ringscope.tensorflow import Average, Compression
 
         self.op = Average if op is None else op
@@ -94,13 +94,18 @@ class GradientReduction:
         if groups is not None and not isinstance(groups, (int, list, tuple)):
             raise ValueError(f"groups must be an int or a list of variable lists, got {groups!r}")
         self.scales = (float(prescale_factor), float(postscale_factor))
+        self.process_set = process_set  # None: every rank
 
     def reduce(self, grads, variables, prefix):
         """The allreduced gradients (None stays None), handed to the runtime
         together: one grouped op per dtype (IndexedSlices allgathered), in a
         tf.function and eagerly, so the runtime fuses them either way."""
         from ringscope.tensorflow.collectives import _check_sparse, reduce_group
+        from ringscope.tensorflow.process_sets import process_set_id_of
 
+        psid = process_set_id_of(self.process_set)
+        if psid and not self.process_set.included():
+            return list(grads)  # as Horovod's: a rank outside the set keeps its own
         pre, post = self.scales
         pre, post = pre / self.predivide, post * self.predivide  # Average divides by size
         present = [(g, n) for g, n in zip(grads, _gradient_names(prefix, variables))
@@ -116,19 +121,23 @@ class GradientReduction:
         # Keyed by configuration: an eager loop makes a new tape each step,
         # and the first step's function (where one is needed) serves the rest.
         reduced = iter(reduce_group(tensors, [n for _, n in present], self.op, self.compression,
-                                    pre, post, ("reduce", self.sparse_as_dense)))
+                                    pre, post, ("reduce", self.sparse_as_dense), psid))
         return [None if g is None else next(reduced) for g in grads]
 
     def reduce_with_local(self, grads, variables, prefix, local_ids, scale_local):
         """reduce() for the variables not in ``local_ids`` (their id()); the
         local ones keep their own gradient, divided by size() when
-        ``scale_local`` (Horovod's scale_local_gradients)."""
+        ``scale_local`` (Horovod's scale_local_gradients; the process set's
+        size with one)."""
         from ringscope.tensorflow import size
+        from ringscope.tensorflow.process_sets import process_set_id_of
 
         local = [id(v) in local_ids for v in variables]
         reduced = iter(self.reduce([g for g, lo in zip(grads, local) if not lo],
                                    [v for v, lo in zip(variables, local) if not lo], prefix))
-        scale = 1.0 / size() if scale_local else 1.0
+        psid = process_set_id_of(self.process_set)
+        ranks = size() if not psid else self.process_set.size()
+        scale = 1.0 / ranks if scale_local else 1.0
         out = []
         for g, lo in zip(grads, local):
             if not lo:
@@ -156,7 +165,8 @@ def local_layer_variables(local_layers):
 class DistributedGradientTape(tf.GradientTape):
     """Wraps ``tape``; ``gradient()`` returns gradients averaged over all ranks.
 
-    Arguments as Horovod's (device_* are accepted; the ops run on CPU), plus
+    Arguments as Horovod's (device_* are accepted; the ops run on CPU;
+    ``process_set`` averages over its ranks only), plus
     prescale_factor and postscale_factor, and backward_passes_per_step and
     average_aggregated_gradients as DistributedOptimizer's: with N > 1 the
     gradients of N passes (N tapes over the same sources) are summed on
@@ -168,7 +178,7 @@ class DistributedGradientTape(tf.GradientTape):
                  sparse_as_dense=False, op=None, gradient_predivide_factor=1.0, num_groups=0,
                  groups=None, prescale_factor=1.0, postscale_factor=1.0,
                  scale_local_gradients=True, backward_passes_per_step=1,
-                 average_aggregated_gradients=False):
+                 average_aggregated_gradients=False, process_set=None):
         del device_dense, device_sparse
         if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
             raise ValueError("backward_passes_per_step must be an int >= 1, got "
@@ -177,7 +187,7 @@ class DistributedGradientTape(tf.GradientTape):
         self.__dict__.update(gradtape.__dict__)  # share the recorded tape
         self._ringscope_reduction = GradientReduction(
             op, compression, sparse_as_dense, gradient_predivide_factor, prescale_factor,
-            postscale_factor, num_groups, groups)
+            postscale_factor, num_groups, groups, process_set)
         self._ringscope_local = set()  # id() of the local sources (kept alive by their layers)
         self._ringscope_scale_local = bool(scale_local_gradients)
 
@@ -223,7 +233,8 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    compression=None, sparse_as_dense=False, op=None,
                                    gradient_predivide_factor=1.0, num_groups=0, groups=None,
                                    local_layers=None, scale_local_gradients=True,
-                                   backward_passes_per_step=1, average_aggregated_gradients=False):
+                                   backward_passes_per_step=1, average_aggregated_gradients=False,
+                                   process_set=None):
     """Horovod's PartialDistributedGradientTape: a DistributedGradientTape
     that leaves the gradients of ``local_layers`` (a Keras layer or a list
     of them: an expert of a mixture, a rank's own head) on this rank,
@@ -233,7 +244,8 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    sparse_as_dense, op, gradient_predivide_factor, num_groups,
                                    groups, scale_local_gradients=scale_local_gradients,
                                    backward_passes_per_step=backward_passes_per_step,
-                                   average_aggregated_gradients=average_aggregated_gradients)
+                                   average_aggregated_gradients=average_aggregated_gradients,
+                                   process_set=process_set)
     for var in local_vars:
         tape.register_local_source(var)
     return tape

@@ -46,7 +46,7 @@ import os
 import tensorflow as tf
 
 import ringscope.tensorflow as _hvd
-from ringscope.tensorflow._library import ops as _ops
+from ringscope.tensorflow._library import c as _c, ops as _ops
 
 _SUM, _AVERAGE, _PRODUCT = 0, 1, 4
 
@@ -81,6 +81,24 @@ def _grad_name(op, suffix="grad"):
     return f"{name}/{suffix}" if name else ""
 
 
+def _set(op):
+    """The forward op's process set, for its gradient's collectives (as
+    the collectives pass it: no attr for the world's)."""
+    process_set_id = op.get_attr("process_set_id")
+    return {"process_set_id": process_set_id} if process_set_id else {}
+
+
+def _rank(op):
+    """This rank within the forward op's process set."""
+    process_set_id = op.get_attr("process_set_id")
+    return _hvd.rank() if not process_set_id else _c.ringscope_c_process_set_rank(process_set_id)
+
+
+def _size(op):
+    process_set_id = op.get_attr("process_set_id")
+    return _hvd.size() if not process_set_id else _c.ringscope_c_process_set_size(process_set_id)
+
+
 def _reduce_factors(op):
     return float(op.get_attr("prescale_factor")), float(op.get_attr("postscale_factor"))
 
@@ -100,8 +118,8 @@ def _product_others(op, x, name):
     """d(result)/dx for a Product: the forward op's scale factors times the
     product of every other rank's prescaled input (allgathered as `name`)."""
     pre, post = _reduce_factors(op)
-    every = _ops.ringscope_allgather(tf.expand_dims(x, 0), tensor_name=name)
-    r = _hvd.rank()
+    every = _ops.ringscope_allgather(tf.expand_dims(x, 0), tensor_name=name, **_set(op))
+    r = _rank(op)
     others = tf.concat([every[:r], every[r + 1:]], axis=0)
     return tf.reduce_prod(_scaled(others, pre), axis=0) * tf.cast(pre * post, x.dtype)
 
@@ -110,8 +128,8 @@ def _own_rows(grad, op):
     """This rank's rows of ``grad``, an allgather's output gradient: every
     rank's dim 0 is gathered (on the host) to split it."""
     rows = tf.shape(op.inputs[0], out_type=tf.int64)[:1]
-    every_rows = _ops.ringscope_allgather(rows, tensor_name=_grad_name(op, "grad_rows"))
-    return tf.split(grad, every_rows, num=_hvd.size(), axis=0)[_hvd.rank()]
+    every_rows = _ops.ringscope_allgather(rows, tensor_name=_grad_name(op, "grad_rows"), **_set(op))
+    return tf.split(grad, every_rows, num=_size(op), axis=0)[_rank(op)]
 
 
 @tf.RegisterGradient("RingscopeAllreduce")
@@ -120,8 +138,8 @@ def _allreduce_grad(op, grad):
     pre, post = _reduce_factors(op)
     if reduce_op in (_SUM, _AVERAGE) or _horovod():
         return _ops.ringscope_allreduce(grad, reduce_op=reduce_op, prescale_factor=pre,
-                                        postscale_factor=post, tensor_name=_grad_name(op))
-    summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op))
+                                        postscale_factor=post, tensor_name=_grad_name(op), **_set(op))
+    summed = _ops.ringscope_allreduce(grad, reduce_op=_SUM, tensor_name=_grad_name(op), **_set(op))
     if reduce_op == _PRODUCT:
         name = _grad_name(op, "grad_inputs")
         return summed * _product_others(op, op.inputs[0], name)
@@ -144,9 +162,9 @@ def _grouped_allreduce_grad(op, *grads):
     if reduce_op in (_SUM, _AVERAGE) or _horovod():
         return _ops.ringscope_grouped_allreduce(
             grads, reduce_op=reduce_op, prescale_factor=pre, postscale_factor=post,
-            tensor_names=[f"{n}/grad" for n in names])
+            tensor_names=[f"{n}/grad" for n in names], **_set(op))
     summed = _ops.ringscope_grouped_allreduce(
-        grads, reduce_op=_SUM, tensor_names=[f"{n}/grad" for n in names])
+        grads, reduce_op=_SUM, tensor_names=[f"{n}/grad" for n in names], **_set(op))
     if reduce_op == _PRODUCT:
         return [s * _product_others(op, x, f"{n}/grad_inputs")
                 for s, x, n in zip(summed, op.inputs, names)]
@@ -157,14 +175,14 @@ def _grouped_allreduce_grad(op, *grads):
 @tf.RegisterGradient("RingscopeAllgather")
 def _allgather_grad(op, grad):
     reduced = _ops.ringscope_allreduce(grad, reduce_op=_AVERAGE if _horovod() else _SUM,
-                                       tensor_name=_grad_name(op))
+                                       tensor_name=_grad_name(op), **_set(op))
     return _own_rows(reduced, op)
 
 
 @tf.RegisterGradient("RingscopeBroadcast")
 def _broadcast_grad(op, grad):
     reduced = _ops.ringscope_allreduce(grad, reduce_op=_AVERAGE if _horovod() else _SUM,
-                                       tensor_name=_grad_name(op))
+                                       tensor_name=_grad_name(op), **_set(op))
     if _hvd.rank() == op.get_attr("root_rank"):
         return reduced
     # Zeros computed from the allreduce: a constant would let a graph run
@@ -179,16 +197,16 @@ def _reducescatter_grad(op, grad):
     pre, post = _reduce_factors(op)
     if reduce_op in (_SUM, _AVERAGE):
         if _horovod():
-            factor = pre * post * (_hvd.size() if reduce_op == _SUM else 1)
+            factor = pre * post * (_size(op) if reduce_op == _SUM else 1)
         else:
-            factor = pre * post / (_hvd.size() if reduce_op == _AVERAGE else 1)
-        return _ops.ringscope_allgather(_scaled(grad, factor), tensor_name=_grad_name(op))
-    gathered = _ops.ringscope_allgather(grad, tensor_name=_grad_name(op))
-    full = _ops.ringscope_allgather(op.outputs[0], tensor_name=_grad_name(op, "grad_result"))
+            factor = pre * post / (_size(op) if reduce_op == _AVERAGE else 1)
+        return _ops.ringscope_allgather(_scaled(grad, factor), tensor_name=_grad_name(op), **_set(op))
+    gathered = _ops.ringscope_allgather(grad, tensor_name=_grad_name(op), **_set(op))
+    full = _ops.ringscope_allgather(op.outputs[0], tensor_name=_grad_name(op, "grad_result"), **_set(op))
     return gathered * _extreme_mask(op, full, op.inputs[0])
 
 
 @tf.RegisterGradient("RingscopeAlltoall")
 def _alltoall_grad(op, grad, _received_splits_grad):
-    back, _ = _ops.ringscope_alltoall(grad, op.outputs[1], tensor_name=_grad_name(op))
+    back, _ = _ops.ringscope_alltoall(grad, op.outputs[1], tensor_name=_grad_name(op), **_set(op))
     return back, None

@@ -8,8 +8,8 @@
                                hvd.callbacks.MetricAverageCallback()])
 
 allreduce, allgather, broadcast and reducescatter here take values (numbers, lists,
-numpy arrays, tensors) and return numpy arrays, as Horovod's Keras
-functions do; the tensor versions are in ringscope.tensorflow.
+numpy arrays, tensors) and return tensors (eager ones convert with
+.numpy()), as Horovod's Keras functions do under TensorFlow 2.
 """
 
 import tensorflow as tf
@@ -17,6 +17,10 @@ import tensorflow as tf
 from ringscope.tensorflow import (  # noqa: F401
     Average,
     Compression,
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
     Max,
     Min,
     Sum,
@@ -67,36 +71,39 @@ from ringscope.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa:
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
-              op=None, compression=None):
-    """Reduces ``value`` over all ranks (default: the average); returns numpy."""
+              op=None, compression=None, process_set=global_process_set):
+    """Reduces ``value`` over all ranks, or those of ``process_set``
+    (default: the average)."""
     from ringscope.tensorflow import allreduce as _allreduce
 
     return _allreduce(tf.convert_to_tensor(value), average=average, op=op,
                       compression=compression or Compression.none,
                       prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                      name=name).numpy()
+                      name=name, process_set=process_set)
 
 
-def allgather(value, name=None):
-    """Concatenates ``value`` of every rank along dim 0; returns numpy."""
+def allgather(value, name=None, process_set=global_process_set):
+    """Concatenates ``value`` of every rank along dim 0."""
     from ringscope.tensorflow import allgather as _allgather
 
-    return _allgather(tf.convert_to_tensor(value), name=name).numpy()
+    return _allgather(tf.convert_to_tensor(value), name=name, process_set=process_set)
 
 
-def broadcast(value, root_rank, name=None):
-    """Returns root_rank's ``value`` on every rank, as numpy."""
+def broadcast(value, root_rank, name=None, process_set=global_process_set):
+    """Returns root_rank's ``value`` on every rank."""
     from ringscope.tensorflow import broadcast as _broadcast
 
-    return _broadcast(tf.convert_to_tensor(value), root_rank, name=name).numpy()
+    return _broadcast(tf.convert_to_tensor(value), root_rank, name=name,
+                      process_set=process_set)
 
 
-def reducescatter(value, name=None, op=None):
+def reducescatter(value, name=None, op=None, process_set=global_process_set):
     """This rank's rows of the reduction (default: the average) of ``value``
-    over all ranks; returns numpy."""
+    over all ranks."""
     from ringscope.tensorflow import reducescatter as _reducescatter
 
-    return _reducescatter(tf.convert_to_tensor(value), op=op, name=name).numpy()
+    return _reducescatter(tf.convert_to_tensor(value), op=op, name=name,
+                          process_set=process_set)
 
 
 def broadcast_global_variables(root_rank):

@@ -16,7 +16,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                          compression=None, sparse_as_dense=False, gradient_predivide_factor=1.0,
                          op=None, backward_passes_per_step=1, average_aggregated_gradients=False,
                          num_groups=0, groups=None, prescale_factor=1.0, postscale_factor=1.0,
-                         use_locking=False, scale_local_gradients=True):
+                         use_locking=False, scale_local_gradients=True, process_set=None):
     """Returns an optimizer of the same class and configuration whose
     gradients are allreduced (averaged by default) before they are applied.
 
@@ -28,7 +28,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     gradients of N steps are summed on each rank and allreduced on the N-th
     (divided by N with average_aggregated_gradients), which alone applies
     them; every step counts in ``iterations`` (Horovod's semantics,
-    aggregation.py). The class keeps its name, so a model saved with it
+    aggregation.py). ``process_set`` averages over its ranks only (the
+    ranks outside it must not train with this optimizer). The class keeps its name, so a model saved with it
     loads with the plain optimizer anywhere.
 
     With mixed_float16, wrap the loss-scale optimizer, not the other way
@@ -50,7 +51,8 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if getattr(optimizer, _DISTRIBUTED, False):
         raise ValueError("ringscope: this optimizer is already a DistributedOptimizer")
     reduction = GradientReduction(op, compression, sparse_as_dense, gradient_predivide_factor,
-                                  prescale_factor, postscale_factor, num_groups, groups)
+                                  prescale_factor, postscale_factor, num_groups, groups,
+                                  process_set)
     prefix = name or "DistributedOptimizer"
     base = type(optimizer)
 

@@ -1,0 +1,1 @@
+"""horovod.runner.common: the one helper Horovod's process-set tests import."""
