@@ -411,6 +411,22 @@ def tf_aggregation():
     return rows
 
 
+@block("process_sets")
+def process_sets():
+    d = need("process_sets.json")
+    rows = [f"{d['launches']} interleaved launches of each, each the median of {d['rounds']} "
+            "rounds; a world of 2 beside an idle job of 2 ranks, against a set of 2 in a world "
+            "of 4; two disjoint sets of 2 (np=4) each alone and at once.", "",
+            "| allreduce | world of 2 | set of 2 | set / world (launches) | a set alone | "
+            "both sets at once | overlap (launches) |", "|---|---|---|---|---|---|---|"]
+    for z in d["sizes"]:
+        rows.append(f"| {z['label']} | {z['world_us']:.1f} µs | {z['set_us']:.1f} µs | "
+                    f"**{z['median_set_over_world']:.2f}** ({span(z['set_over_world'])}) | "
+                    f"{z['alone_us']:.1f} µs | {z['both_us']:.1f} µs | "
+                    f"**{z['median_overlap']:.2f}** ({span(z['overlap'])}) |")
+    return rows
+
+
 @block("tf_path")
 def tf_path():
     runs = {n: need(f"tf_path_np{n}.json") for n in (1, 2)}

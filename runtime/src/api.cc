@@ -587,20 +587,21 @@ Status refuse_on_runtime_thread(const CurrentRuntime& rt, const char* call) {
 }
 
 Status add_process_set(const std::vector<int>& ranks, int* id) {
-  int world_rank, world_size;
+  int world_rank, world_size, world_local_size;
   {
     CurrentRuntime rt;
     if (!rt) return rt.why_not();
     if (rt->on_runtime_thread()) return refuse_on_runtime_thread(rt, "add_process_set");
     world_rank = rt->rank();
     world_size = rt->size();
+    world_local_size = rt->topology().local_size;
   }
   if (process().sets.on_a_set_thread())
     return Status(StatusCode::kInvalidArgument,
                   "add_process_set from a completion callback would stall the background "
                   "loop it waits for: call it from the application's own thread",
                   world_rank);
-  return process().sets.add(ranks, world_rank, world_size, id);
+  return process().sets.add(ranks, world_rank, world_size, world_local_size, id);
 }
 
 Status remove_process_set(int id) {

@@ -119,7 +119,8 @@ Status ProcessSets::agree(std::vector<uint64_t>* words, int world_rank, const ch
   }
 }
 
-Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int world_size, int* id) {
+Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int world_size,
+                        int world_local_size, int* id) {
   std::lock_guard<std::mutex> change(change_);
   std::vector<int> ranks = ranks_in;
   std::sort(ranks.begin(), ranks.end());
@@ -178,7 +179,8 @@ Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int wo
     made = MpiTransport::create(split, &transport, Deadline::after(options.op_timeout_seconds));
     MPI_Comm_free(&split);  // the transport holds its own duplicate
     if (made.ok()) {
-      const Topology topology = transport->topology();
+      Topology topology = transport->topology();
+      topology.node_ranks = world_local_size;
       std::unique_ptr<Runtime> created;
       made = Runtime::create(std::move(transport), topology, options, &created);
       runtime = std::move(created);

@@ -48,7 +48,10 @@ class ProcessSets {
   Lookup find(int id, int world_rank) const;
   std::map<int, std::vector<int>> list(int world_size) const;
   // Collective over the world: see ringscope.h add_process_set.
-  Status add(const std::vector<int>& ranks, int world_rank, int world_size, int* id);
+  // `world_local_size`: the job's ranks on this node (the set's runtime
+  // counts them when it decides whether to yield in its waits).
+  Status add(const std::vector<int>& ranks, int world_rank, int world_size, int world_local_size,
+             int* id);
   Status remove(int id, int world_rank);
   // At shutdown: every set's runtime, taken out (to be shut down before the
   // world's), and the communicator freed.

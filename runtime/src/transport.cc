@@ -18,7 +18,7 @@ bool oversubscribed(const Topology& topology) {
   const int cores = topology.local_cores > 0
                         ? topology.local_cores
                         : static_cast<int>(std::thread::hardware_concurrency());
-  return topology.local_size > cores;
+  return std::max(topology.local_size, topology.node_ranks) > cores;
 }
 
 Deadline Deadline::after(double seconds) {

@@ -29,9 +29,14 @@ struct Topology {
   // The cores this node's ranks may run on, together (the union of their
   // CPU affinity masks); 0 where unknown (ranks as threads).
   int local_cores = 0;
+  // Every rank of the job on this node, in any process set (0: local_size).
+  // A process set's runtime counts them too: ranks of other sets may be
+  // busy on the same cores.
+  int node_ranks = 0;
 };
 
-// More ranks on this node than the cores they may run on (local_cores, else
+// More ranks on this node (the job's: node_ranks where set) than the cores
+// they may run on (local_cores, else
 // every core of the machine): a waiting rank may hold the core the rank it
 // waits for needs, so waits yield instead of busy-polling. A container
 // limited to some cores (docker --cpuset-cpus, a batch system's cpuset) or
