@@ -3,7 +3,8 @@
 // set's size, a broadcast's root is a world rank, rows split among the
 // set), at the same time as the world's; a rank outside a set, an unknown
 // id and bad or mismatched lists are refused on every rank alike; removing
-// frees the id for the next set.
+// frees the id for the next set; a stall in a set fails its ops, not the
+// world's.
 #include <mpi.h>
 
 #include <algorithm>
@@ -188,6 +189,51 @@ TEST_CASE("public API: process sets run collectives among their ranks only", "[m
     if (one != static_cast<float>(n)) f.add("world sum after the changes " + std::to_string(one));
   }
   ringscope::shutdown();  // with sets still registered
+  INFO(f.text);
+  CHECK(f.text.empty());
+}
+
+TEST_CASE("public API: a stall in a process set fails that set's ops, not the world's",
+          "[mpi][sets]") {
+  Options options = test_options();
+  options.stall_check_seconds = 0.2;
+  options.stall_shutdown_seconds = 2.0;
+  REQUIRE(ringscope::init(options).ok());
+  const int n = ringscope::size(), r = ringscope::rank();
+  Failures f;
+  if (n >= 3) {  // a set of two with a rank outside it
+    int set = -1;
+    f.expect_ok(add_process_set({0, 1}, &set), "add {0, 1}");
+    // Rank 0 submits the set's op; rank 1 never does. Meanwhile every
+    // rank runs world ops, which the stall must not touch.
+    float x = 1.0f;
+    Status in_set;
+    Latch waited(1);
+    if (r == 0)
+      f.expect_ok(allreduce_async("stuck", DataType::kFloat32, {1}, &x, &x, ReduceOp::kSum,
+                                  waited.callback(&in_set), 1.0, 1.0, Device::cpu(), set),
+                  "the set's op submit");
+    for (int i = 0; i < 3; ++i) {
+      float w = 1.0f;
+      f.expect_ok(
+          allreduce("world/" + std::to_string(i), DataType::kFloat32, {1}, &w, &w, ReduceOp::kSum),
+          "a world op while the set stalls");
+      if (w != static_cast<float>(n)) f.add("world sum " + std::to_string(w));
+    }
+    if (r == 0) {
+      waited.wait();  // the stall shutdown ends it within about two seconds
+      if (in_set.code() != StatusCode::kStalled ||
+          in_set.message().find("stuck") == std::string::npos)
+        f.add("the stalled set op ended with " + in_set.to_string());
+    }
+    // The world still works after the set stopped (the others wait for rank
+    // 0 outside ringscope: late in a world op, it would stall that too).
+    MPI_Barrier(MPI_COMM_WORLD);
+    float after = 1.0f;
+    f.expect_ok(allreduce("world/after", DataType::kFloat32, {1}, &after, &after, ReduceOp::kSum),
+                "a world op after the set's stall");
+  }
+  ringscope::shutdown();
   INFO(f.text);
   CHECK(f.text.empty());
 }
