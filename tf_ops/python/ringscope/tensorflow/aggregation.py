@@ -19,6 +19,13 @@ import weakref
 import tensorflow as tf
 
 
+def check_passes(backward_passes_per_step):
+    """A ValueError unless it is an int >= 1."""
+    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
+        raise ValueError("backward_passes_per_step must be an int >= 1, got "
+                         f"{backward_passes_per_step!r}")
+
+
 class LocalAggregation:
     """The per-variable sums and the pass count of one optimizer, or of the
     tapes of one list of sources. ``counter`` (a tf.Variable, passes since
@@ -26,9 +33,7 @@ class LocalAggregation:
     ``optimizer._agg_helper.counter``."""
 
     def __init__(self, backward_passes_per_step, average_aggregated_gradients):
-        if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-            raise ValueError("backward_passes_per_step must be an int >= 1, got "
-                             f"{backward_passes_per_step!r}")
+        check_passes(backward_passes_per_step)
         self.passes = backward_passes_per_step
         self.average = bool(average_aggregated_gradients)
         with tf.init_scope():  # made in a tf.function: lifted out of the graph
@@ -72,9 +77,9 @@ class LocalAggregation:
             out = reduce([total.read_value() for total in sums], [variables[i] for i in present])
             if self.average:
                 out = [o / tf.cast(self.passes, o.dtype) for o in out]
-            # Read before cleared: the assigns below follow the reads in
-            # program order (eagerly, and by a tf.function's control edges).
-            out = [tf.identity(o) for o in out]
+            # Cleared after the allreduce has read the sums (in a
+            # tf.function, program order on each variable orders the reads
+            # before the assigns too).
             with tf.control_dependencies(out):
                 for total in sums:
                     total.assign(tf.zeros_like(total))

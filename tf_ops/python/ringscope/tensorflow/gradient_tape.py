@@ -9,7 +9,7 @@ import weakref
 
 import tensorflow as tf
 
-from ringscope.tensorflow.aggregation import aggregation_for_sources
+from ringscope.tensorflow.aggregation import aggregation_for_sources, check_passes
 
 
 def _variable_label(var, index):
@@ -135,9 +135,10 @@ class GradientReduction:
         local = [id(v) in local_ids for v in variables]
         reduced = iter(self.reduce([g for g, lo in zip(grads, local) if not lo],
                                    [v for v, lo in zip(variables, local) if not lo], prefix))
-        psid = process_set_id_of(self.process_set)
-        ranks = size() if not psid else self.process_set.size()
-        scale = 1.0 / ranks if scale_local else 1.0
+        scale = 1.0
+        if scale_local and any(local):  # the set's size; reduce() checked the set
+            scale = 1.0 / (size() if not process_set_id_of(self.process_set)
+                           else self.process_set.size())
         out = []
         for g, lo in zip(grads, local):
             if not lo:
@@ -180,9 +181,7 @@ class DistributedGradientTape(tf.GradientTape):
                  scale_local_gradients=True, backward_passes_per_step=1,
                  average_aggregated_gradients=False, process_set=None):
         del device_dense, device_sparse
-        if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-            raise ValueError("backward_passes_per_step must be an int >= 1, got "
-                             f"{backward_passes_per_step!r}")
+        check_passes(backward_passes_per_step)
         self._ringscope_passes = (backward_passes_per_step, bool(average_aggregated_gradients))
         self.__dict__.update(gradtape.__dict__)  # share the recorded tape
         self._ringscope_reduction = GradientReduction(
