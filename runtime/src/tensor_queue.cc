@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <string_view>
+#include <unordered_set>
 
 namespace ringscope {
 
@@ -67,11 +69,12 @@ Status TensorQueue::push_batch(std::vector<TensorEntry>&& entries) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return close_reason_;
     // Checked first: a batch goes in whole or not at all.
+    std::unordered_set<std::string_view> in_batch;
+    in_batch.reserve(entries.size());
     for (size_t i = 0; i < entries.size(); ++i) {
       const std::string& name = entries[i].req.name;
       auto found = names_.find(name);
-      bool twice = false;
-      for (size_t j = 0; j < i && !twice; ++j) twice = entries[j].req.name == name;
+      const bool twice = !in_batch.insert(name).second;
       if (twice || (found != names_.end() && found->second.in_flight))
         return Status(StatusCode::kDuplicateName,
                       "tensor '" + name + "' was submitted while an op with the same name is " +

@@ -1,6 +1,7 @@
 """A minimal test harness for scripts run under mpirun: every rank runs every
 test; failures are printed with the rank; the process exits non-zero if any
-rank failed, and rank 0 prints 'N passed, M failed'. (pytest is not used:
+rank failed, and rank 0 prints 'N passed, M failed' (and 'K skipped' when a
+test raised Skip: it cannot run at this size). (pytest is not used:
 it does not know that all ranks must run the same tests in the same order.)"""
 
 import os
@@ -15,6 +16,12 @@ import tensorflow as tf  # noqa: E402
 import ringscope.tensorflow as hvd  # noqa: E402
 
 _results = []
+_skipped = []
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (say, one that needs two ranks
+    at np=1): reported skipped, never passed."""
 
 
 def test(fn):
@@ -22,6 +29,10 @@ def test(fn):
     try:
         fn()
         _results.append((fn.__name__, None))
+    except Skip as why:
+        _skipped.append(fn.__name__)
+        if hvd.rank() == 0:
+            print(f"SKIPPED {fn.__name__}: {why}", flush=True)
     except Exception:  # noqa: BLE001 - report everything
         _results.append((fn.__name__, traceback.format_exc()))
         print(f"[rank {hvd.rank()}] FAILED {fn.__name__}\n{traceback.format_exc()}",
@@ -35,7 +46,8 @@ def finish():
                                      name="harness.failures").numpy())
     if hvd.rank() == 0:
         passed = len(_results) * hvd.size() - total_failed
-        print(f"{passed} passed, {total_failed} failed", flush=True)
+        skipped = f", {len(_skipped)} skipped" if _skipped else ""
+        print(f"{passed} passed, {total_failed} failed{skipped}", flush=True)
     hvd.shutdown()
     sys.exit(1 if total_failed else 0)
 

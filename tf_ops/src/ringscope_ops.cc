@@ -164,19 +164,33 @@ class AllreduceOp : public RingscopeKernel {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
-    tf::Tensor* out = nullptr;
-    // In place where TensorFlow lets the input's buffer be the output's (no
-    // one else holds it): no copy in, and at one rank no copy at all.
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out),
-                         done);
+    void* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, 0, &out), done);
     ringscope::Status s = ringscope::allreduce_async(
-        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
-        const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
-        postscale_, ringscope::Device::cpu(), process_set_);
+        tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), out, reduce_op_,
+        finish(ctx, done), prescale_, postscale_, ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
  protected:
+  // Where input i's result lands. Among one rank with nothing to scale the
+  // result is the input: the output is the input tensor itself (TensorFlow
+  // tensors are immutable and shared, as Identity's output is) and the
+  // runtime, handed the same pointer twice, writes nothing. Otherwise in
+  // place where TensorFlow lets the input's buffer be the output's (no one
+  // else holds it), else a new buffer.
+  tf::Status output_for(tf::OpKernelContext* ctx, int i, void** out) const {
+    const tf::Tensor& in = ctx->input(i);
+    if (prescale_ == 1.0 && postscale_ == 1.0 && ringscope::process_set_size(process_set_) == 1) {
+      ctx->set_output(i, in);
+      *out = const_cast<char*>(in.tensor_data().data());  // never written
+      return tf::Status();
+    }
+    tf::Tensor* t = nullptr;
+    TF_RETURN_IF_ERROR(ctx->forward_input_or_allocate_output({i}, i, in.shape(), &t));
+    *out = const_cast<char*>(t->tensor_data().data());
+    return tf::Status();
+  }
   ringscope::ReduceOp reduce_op_ = ringscope::ReduceOp::kSum;
   double prescale_ = 1.0, postscale_ = 1.0;
 
@@ -300,14 +314,11 @@ class GroupedAllreduceOp : public AllreduceOp {
     std::vector<ringscope::AllreduceItem> items(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       const tf::Tensor& in = ctx->input(i);
-      tf::Tensor* out = nullptr;
-      OP_REQUIRES_OK_ASYNC(
-          ctx, ctx->forward_input_or_allocate_output({i}, i, in.shape(), &out), done);
       ringscope::AllreduceItem& item = items[static_cast<size_t>(i)];
+      OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, i, &item.output), done);
       item.name = (*names_)[static_cast<size_t>(i)];
       item.shape = to_shape(in.shape());
       item.input = in.tensor_data().data();
-      item.output = const_cast<char*>(out->tensor_data().data());
     }
     ringscope::Status s =
         ringscope::grouped_allreduce_async(items, dtype, reduce_op_, finish(ctx, done), prescale_,

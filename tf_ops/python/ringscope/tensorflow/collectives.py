@@ -189,12 +189,31 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     tensors = list(tensors)
     op = _reduce_op(op, average)
     psid = process_set_id_of(process_set)
-    if any(type(t) is tf.IndexedSlices for t in tensors):  # before anything is submitted
+    if _has_sparse(tensors):  # before anything is submitted
         _check_sparse(op, prescale_factor, postscale_factor)
     base = _auto_name("grouped_allreduce", name)
-    names = [f"{base}/{i}" if base else "" for i in range(len(tensors))]
-    return reduce_group(tensors, names, op, compression, float(prescale_factor),
-                        float(postscale_factor), ("grouped_allreduce", base), psid)
+    return reduce_group(tensors, _member_names(base, len(tensors)), op, compression,
+                        float(prescale_factor), float(postscale_factor),
+                        ("grouped_allreduce", base), psid)
+
+
+def _has_sparse(tensors):
+    """Whether any of ``tensors`` is an IndexedSlices (one C-speed pass)."""
+    return tf.IndexedSlices in set(map(type, tensors))
+
+
+_member_name_lists = {}
+
+
+def _member_names(base, n):
+    """``n`` names "<base>/<i>" (all "" when base is: a graph's node names),
+    one list per (base, n) for the life of the process: a step's group is
+    named alike every call."""
+    names = _member_name_lists.get((base, n))
+    if names is None:
+        names = _member_name_lists[(base, n)] = tuple(
+            f"{base}/{i}" if base else "" for i in range(n))
+    return names
 
 
 def reduce_group(tensors, names, op, compression, pre, post, key, psid=0):
@@ -205,8 +224,8 @@ def reduce_group(tensors, names, op, compression, pre, post, key, psid=0):
     the runtime sees them together); ``key`` names that function's cache
     entry. ``psid``: the process set's id (0: every rank). Returns the
     results in the order given."""
-    if compression is Compression.none and tensors and tf.executing_eagerly() and not any(
-            type(t) is tf.IndexedSlices for t in tensors):
+    if compression is Compression.none and tensors and tf.executing_eagerly() and not _has_sparse(
+            tensors):
         try:  # one dtype (TensorFlow checks it): no per-tensor work in Python
             return list(_grouped_op(tensors, names, op, pre, post, psid))
         except (TypeError, tf.errors.InvalidArgumentError):
