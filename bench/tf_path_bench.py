@@ -122,6 +122,8 @@ def main():
     r["grouped_eager_us"] = median_us(
         lambda: hvd.grouped_allreduce(tensors, op=hvd.Average, name="bench.grouped"), steps)
     r["raw_grouped_us"] = raw_grouped_us(tensors, steps)
+    # TensorFlow's own eager op of n inputs and n outputs that forwards them.
+    r["tf_floor_grouped_eager_us"] = median_us(lambda: tf.raw_ops.IdentityN(input=tensors), steps)
 
     floor_fn = tf.function(lambda ts: [tf.math.negative(t) for t in ts])
     r["tf_floor_function_us"] = median_us(lambda: floor_fn(tensors), steps)
@@ -164,6 +166,8 @@ def main():
             (f"eager grouped_allreduce of {n} x {kib} KiB", "grouped_eager_us",
              "grouped_eager_overhead_per_tensor_us"),
             ("  the grouped op alone (no ringscope Python)", "raw_grouped_us", None),
+            (f"  TF floor: IdentityN of the {n} tensors, eager", "tf_floor_grouped_eager_us",
+             None),
             (f"{n} allreduce ops in one tf.function", "function_ops_us",
              "function_ops_overhead_per_tensor_us"),
             (f"  TF floor: {n} negatives in one tf.function", "tf_floor_function_us", None),

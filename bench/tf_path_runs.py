@@ -4,7 +4,8 @@ and writes every launch's results with the median over launches of each
 number: the form docs/performance.md quotes ("TensorFlow path").
 
     python3 bench/tf_path_runs.py --np 2 --launches 3 \\
-        [--baseline /tmp/old-build/python] --json bench/results/tf_path_np2.json
+        [--baseline /tmp/old-build/python --baseline-label COMMIT] \\
+        --json bench/results/tf_path_np2.json
 
 --pythonpath is this build's package (default build/python); --baseline
 another build's, whose op library may lack the C++ step (its value is then
@@ -48,6 +49,8 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--pythonpath", default=str(ROOT / "build" / "python"))
     parser.add_argument("--baseline", help="another build's python package, run interleaved")
+    parser.add_argument("--baseline-label", default="another build",
+                        help="what the baseline is, for the report (a commit, say)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args()
     sides = [("new", args.pythonpath)] + ([("old", args.baseline)] if args.baseline else [])
@@ -65,9 +68,11 @@ def main():
               "steps": args.steps, "new": medians(runs["new"]), "new_runs": runs["new"]}
     if args.baseline:
         result["old"] = medians(runs["old"])
+        result["old_label"] = args.baseline_label
         result["old_runs"] = runs["old"]
     pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    keys = ["cpp_step_us", "grouped_eager_us", "function_ops_us", "tf_floor_function_us",
+    keys = ["cpp_step_us", "grouped_eager_us", "raw_grouped_us", "tf_floor_grouped_eager_us",
+            "function_ops_us", "tf_floor_function_us",
             "tape_allreduce_eager_us", "tape_allreduce_function_us", "eager_one_4k_us",
             "cpp_one_4k_us", "tf_floor_eager_op_us"]
     print(f"np={args.np}, median of {args.launches} launches (each a median of "
