@@ -28,6 +28,9 @@ struct RankEvents {
 Status scan_rank(const TraceReader& reader, int rank, RankEvents* out) {
   return reader.scan_events(rank, [&](const StoredEvent& s) {
     const TraceEvent& e = s.event;
+    // A process set's runtime runs on its settings as given: the tuner
+    // learns the world's cycles only.
+    if (e.process_set != 0) return true;
     switch (static_cast<EventKind>(e.kind)) {
       case EventKind::kEnqueue:
         out->enqueues.push_back(e);

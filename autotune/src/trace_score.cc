@@ -189,7 +189,7 @@ Status score_trace(const TraceReader& reader, const std::string& source,
   Status s = reader.scan_events(
       rank,
       [&](const StoredEvent& e) {
-        if (is_allreduce(e.event.kind) && e.event.bytes > 0)
+        if (is_allreduce(e.event.kind) && e.event.bytes > 0 && e.event.process_set == 0)
           ends.push_back({e.event.end_ns, e.event.bytes});
         return !cancelled();
       },

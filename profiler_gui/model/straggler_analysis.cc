@@ -33,13 +33,15 @@ struct RankScan {
 
 RankScan scan_rank(const RankTimeline& rank) {
   RankScan scan;
-  if (const Track* t = rank.track(TrackFamily::kNegotiation))
+  // Every process set's tracks too: their collectives' keys are their own
+  // (their cycles count in a range of their own).
+  for (const Track* t : rank.tracks_of(TrackFamily::kNegotiation))
     for (size_t i = 0; i < t->size(); ++i) {
       if (t->events.kind[i] != kNegotiate || t->events.seq_index[i] < 0) continue;
       int64_t& ready = scan.response_ready[{t->events.cycle[i], t->events.seq_index[i]}];
       ready = std::max(ready, t->events.start_ns[i]);
     }
-  if (const Track* t = rank.track(TrackFamily::kFusion))
+  for (const Track* t : rank.tracks_of(TrackFamily::kFusion))
     for (size_t i = 0; i < t->size(); ++i) {
       const EventColumns& e = t->events;
       if (e.kind[i] == kFusion && e.seq_index[i] >= 0)
@@ -95,21 +97,21 @@ StragglerReport analyze_stragglers(const std::vector<RankTimeline>& ranks) {
       auto it = scan.response_ready.find({cycle, seq});
       return it == scan.response_ready.end() ? int64_t{-1} : it->second;
     };
-    const Track* t = ranks[r].track(TrackFamily::kCollective);
-    for (size_t i = 0; t && i < t->size(); ++i) {
-      const EventColumns& e = t->events;
-      if (lane_of_kind(e.kind[i]) != Lane::kCollective || e.cycle[i] < 0 || e.seq_index[i] < 0)
-        continue;
-      CollectiveReadiness& c = collective_of({e.cycle[i], e.seq_index[i]});
-      c.kind = e.kind[i];
-      c.bytes = std::max(c.bytes, e.bytes[i]);
-      c.rank_start_ns[r] = e.start_ns[i];
-      c.rank_end_ns[r] = t->draw_end(i);
-      c.start_ns = std::min(c.start_ns, e.start_ns[i]);
-      c.end_ns = std::max(c.end_ns, t->draw_end(i));
-      c.ready_ns[r] = response_ready(e.cycle[i], e.seq_index[i]);
-      if (c.member_names.empty() && e.name_id[i] >= 0) c.member_names.push_back(e.name_id[i]);
-    }
+    for (const Track* t : ranks[r].tracks_of(TrackFamily::kCollective))
+      for (size_t i = 0; i < t->size(); ++i) {
+        const EventColumns& e = t->events;
+        if (lane_of_kind(e.kind[i]) != Lane::kCollective || e.cycle[i] < 0 || e.seq_index[i] < 0)
+          continue;
+        CollectiveReadiness& c = collective_of({e.cycle[i], e.seq_index[i]});
+        c.kind = e.kind[i];
+        c.bytes = std::max(c.bytes, e.bytes[i]);
+        c.rank_start_ns[r] = e.start_ns[i];
+        c.rank_end_ns[r] = t->draw_end(i);
+        c.start_ns = std::min(c.start_ns, e.start_ns[i]);
+        c.end_ns = std::max(c.end_ns, t->draw_end(i));
+        c.ready_ns[r] = response_ready(e.cycle[i], e.seq_index[i]);
+        if (c.member_names.empty() && e.name_id[i] >= 0) c.member_names.push_back(e.name_id[i]);
+      }
     // Fused groups: every member's response must be ready too.
     for (const Member& m : scan.members) {
       const FusionSpan* span = containing_fusion(scan.fusions, m.cycle, m.time);

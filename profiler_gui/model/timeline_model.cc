@@ -230,19 +230,30 @@ Status TimelineModel::load_rank(const TraceReader& reader, const RankInfo& info,
   out->info = info;
   std::vector<Lane> lanes;
   if (Status s = reader.lanes(info.rank, &lanes); !s.ok()) return s;
-  std::map<TrackFamily, std::vector<LaneColumns>> by_family;
+  // By (process set, family): a set's events get tracks of their own.
+  std::map<std::pair<uint16_t, TrackFamily>, std::vector<LaneColumns>> by_track;
   for (Lane lane : lanes) {
     if (cancel_) return Status(StatusCode::kShutdown, "loading cancelled");
     LaneColumns columns;
     if (Status s = reader.lane_columns(info.rank, lane, &columns); !s.ok()) return s;
     events_loaded_ += static_cast<int64_t>(columns.size());
     set_fraction(0.9 * static_cast<double>(events_loaded_) / static_cast<double>(expected));
-    if (columns.size() > 0) by_family[track_family_of_lane(lane)].push_back(std::move(columns));
+    if (columns.size() == 0) continue;
+    const TrackFamily family = track_family_of_lane(lane);
+    const auto& sets = columns.process_set;
+    if (std::all_of(sets.begin(), sets.end(), [](uint16_t s) { return s == 0; })) {
+      by_track[{0, family}].push_back(std::move(columns));
+      continue;
+    }
+    std::map<uint16_t, LaneColumns> split;
+    for (size_t i = 0; i < columns.size(); ++i) append_event(split[sets[i]], columns, i);
+    for (auto& [set, part] : split) by_track[{set, family}].push_back(std::move(part));
   }
-  for (auto& [family, columns] : by_family) {
+  for (auto& [key, columns] : by_track) {
     std::vector<const LaneColumns*> parts;
     for (const LaneColumns& c : columns) parts.push_back(&c);
-    out->tracks.push_back(build_track(family, parts));
+    out->tracks.push_back(build_track(key.second, parts));
+    out->tracks.back().process_set = key.first;
     std::vector<LaneColumns>().swap(columns);  // the reader's wide columns: freed at once
     out->event_count += static_cast<int64_t>(out->tracks.back().size());
   }

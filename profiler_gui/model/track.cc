@@ -124,6 +124,7 @@ void append_event(LaneColumns& to, const LaneColumns& from, size_t i) {
   to.name_id.push_back(from.name_id[i]);
   to.seq_index.push_back(from.seq_index[i]);
   to.kind.push_back(from.kind[i]);
+  to.process_set.push_back(i < from.process_set.size() ? from.process_set[i] : 0);
 }
 
 Track build_track(TrackFamily family, const std::vector<const LaneColumns*>& lanes) {

@@ -34,6 +34,7 @@ int track_max_rows(TrackFamily family);
 
 struct Track {
   TrackFamily family = TrackFamily::kOther;
+  uint16_t process_set = 0;         // its events' process set (0: the world's)
   EventColumns events;              // grouped by row; within a row sorted by start
   std::vector<uint32_t> row_begin;  // row r holds events [row_begin[r], row_begin[r+1])
   // Per row: empty when its events never overlap (so draw ends increase),

@@ -43,6 +43,8 @@ const char* viewer_usage() {
          "                         or had a straggler; else stragglers)\n"
          "  --compare B            a second trace (e.g. after tuning) for the compare panel\n"
          "  --search TEXT          the search panel's query (tensor name contains TEXT)\n"
+         "  --hide-process-set ID  start with process set ID's tracks hidden (repeatable; the\n"
+         "                         legend's check boxes show them again)\n"
          "  --tune-trials PATH     more traced runs for the Tune panel: a trace, a base path\n"
          "                         or a directory of runs (repeatable)\n"
          "  --open-dialog DIR      show the Open dialog listing DIR (also headless)\n"
@@ -113,6 +115,15 @@ bool parse_viewer_options(int argc, const char* const* argv, ViewerOptions* out,
             out->panel + "'";
         return false;
       }
+    } else if (arg == "--hide-process-set") {
+      if (!(v = value(i, arg))) return false;
+      char* end = nullptr;
+      const long id = std::strtol(v, &end, 10);
+      if (end == v || *end != '\0' || id < 1 || id > 65535) {
+        *error = std::string("--hide-process-set '") + v + "': wants a process set id in 1..65535";
+        return false;
+      }
+      out->hide_process_sets.push_back(static_cast<uint16_t>(id));
     } else if (arg == "--compare") {
       if (!(v = value(i, arg))) return false;
       out->compare = v;

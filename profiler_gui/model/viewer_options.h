@@ -23,6 +23,7 @@ struct ViewerOptions {
   std::string panel;
   std::string compare;                   // a second trace for the compare panel
   std::string search;                    // initial query of the search panel
+  std::vector<uint16_t> hide_process_sets;  // process sets whose tracks start hidden
   std::vector<std::string> tune_trials;  // more traced runs for the Tune panel
   std::string layout_path;               // headless: write band/panel rectangles here
   std::string open_dialog_dir;           // non-empty: show the Open dialog listing this directory

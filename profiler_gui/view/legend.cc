@@ -1,6 +1,9 @@
 // The colour legend: one swatch per event kind present in the trace, in
-// family order, wrapping across the window width. Toggled from the toolbar.
+// family order, wrapping across the window width; then, where the trace has
+// process sets, a check box per set in its colour that shows or hides its
+// tracks. Toggled from the toolbar.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "palette.h"
@@ -35,6 +38,32 @@ void draw_legend(const TimelineModel& model, ViewState& state) {
     ImGui::Dummy(ImVec2(swatch + 2, swatch));
     ImGui::SameLine(0, 4);
     ImGui::TextUnformatted(label);
+  }
+  draw_process_set_filter(model, state);
+}
+
+void draw_process_set_filter(const TimelineModel& model, ViewState& state) {
+  std::vector<uint16_t> sets;
+  for (const RankTimeline& rank : model.trace().ranks)
+    for (const Track& t : rank.tracks)
+      if (t.process_set != 0) sets.push_back(t.process_set);
+  std::sort(sets.begin(), sets.end());
+  sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+  if (sets.empty()) return;
+  ImGui::TextUnformatted("process sets:");
+  for (uint16_t id : sets) {
+    ImGui::SameLine();
+    auto hidden = std::find(state.hidden_process_sets.begin(), state.hidden_process_sets.end(), id);
+    bool shown = hidden == state.hidden_process_sets.end();
+    const std::string label = "set " + std::to_string(id);
+    ImGui::PushStyleColor(ImGuiCol_Text, process_set_color(id));
+    if (ImGui::Checkbox(label.c_str(), &shown)) {
+      if (shown)
+        state.hidden_process_sets.erase(hidden);
+      else
+        state.hidden_process_sets.push_back(id);
+    }
+    ImGui::PopStyleColor();
   }
 }
 

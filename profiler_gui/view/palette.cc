@@ -78,8 +78,17 @@ ImU32 kind_color(uint16_t kind) {
       return IM_COL32(255, 150, 190, 255);
     case EventKind::kDropped:
       return IM_COL32(255, 0, 110, 255);
+    case EventKind::kProcessSet:
+      return process_set_color(1);
   }
   return IM_COL32(128, 128, 128, 255);
+}
+
+ImU32 process_set_color(uint16_t id) {
+  static constexpr ImU32 kSets[] = {IM_COL32(236, 72, 153, 255), IM_COL32(34, 197, 94, 255),
+                                    IM_COL32(250, 204, 21, 255), IM_COL32(14, 165, 233, 255),
+                                    IM_COL32(168, 85, 247, 255), IM_COL32(249, 115, 22, 255)};
+  return id == 0 ? colors::kTextDim : kSets[(id - 1) % (sizeof(kSets) / sizeof(kSets[0]))];
 }
 
 ImU32 text_color_on(ImU32 fill) {
@@ -166,6 +175,8 @@ const char* kind_label(uint16_t kind) {
       return "straggler";
     case EventKind::kDropped:
       return "dropped";
+    case EventKind::kProcessSet:
+      return "process set";
   }
   return "unknown";
 }

@@ -37,6 +37,9 @@ inline constexpr ImU32 kHover = IM_COL32(255, 255, 255, 200);
 }  // namespace colors
 
 ImU32 kind_color(uint16_t kind);
+// A process set's colour: its tracks' labels and gutter marks (0, the
+// world: the dim label colour).
+ImU32 process_set_color(uint16_t id);
 // Text colour readable on `fill`.
 ImU32 text_color_on(ImU32 fill);
 // Lowercase short label for boxes and the legend ("allreduce", "memcpy in").

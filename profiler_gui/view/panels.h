@@ -137,6 +137,8 @@ struct SettingsCache {
 };
 
 void draw_legend(const TimelineModel& model, ViewState& state);
+// The legend's line of process-set check boxes (nothing without sets).
+void draw_process_set_filter(const TimelineModel& model, ViewState& state);
 // Ticks and labels (times relative to origin_ns) across `map`, in a strip of height h at y.
 void draw_time_axis(ImDrawList* draw, const TimeToScreen& map, float y, float h, int64_t origin_ns);
 // Vertical grid lines matching the axis ticks, between y0 and y1.

@@ -24,20 +24,22 @@ constexpr float kBandGap = 4;
 // rank fits without scrolling when it can; below that the bands scroll.
 constexpr float kMinRowHeight = 14, kMaxRowHeight = 19;
 
-float band_height(const RankTimeline& rank, bool collapsed, float row_h) {
+float band_height(const RankTimeline& rank, bool collapsed, float row_h, const ViewState& state) {
   float h = kHeaderHeight + kBandGap;
   if (collapsed) return h;
-  for (const Track& t : rank.tracks) h += static_cast<float>(t.rows()) * row_h + kTrackGap;
+  for (const Track& t : rank.tracks)
+    if (state.shows(t)) h += static_cast<float>(t.rows()) * row_h + kTrackGap;
   return h;
 }
 
-float fitting_row_height(const std::vector<RankTimeline>& ranks, const std::vector<bool>& collapsed,
+float fitting_row_height(const std::vector<RankTimeline>& ranks, const ViewState& state,
                          float height) {
   float fixed = 0, rows = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    fixed += band_height(ranks[r], true, 0);
-    if (collapsed[r]) continue;
-    for (const Track& t : ranks[r].tracks) rows += static_cast<float>(t.rows()), fixed += kTrackGap;
+    fixed += band_height(ranks[r], true, 0, state);
+    if (state.rank_collapsed[r]) continue;
+    for (const Track& t : ranks[r].tracks)
+      if (state.shows(t)) rows += static_cast<float>(t.rows()), fixed += kTrackGap;
   }
   if (rows == 0) return kMaxRowHeight;
   return std::clamp(std::floor((height - fixed) / rows), kMinRowHeight, kMaxRowHeight);
@@ -340,7 +342,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
   const CollectiveReadiness* selected =
       state.selected_collective ? model.trace().stragglers.find(*state.selected_collective)
                                 : nullptr;
-  const float row_h = fitting_row_height(ranks, state.rank_collapsed, view_y1 - view_y0 - kBandGap);
+  const float row_h = fitting_row_height(ranks, state, view_y1 - view_y0 - kBandGap);
   // What is under the cursor counts unless a drag has moved it: a click
   // (press and release without moving) selects what the press was on.
   const bool drag_moved = state.dragging && std::fabs(io.MousePos.x - state.drag_start_x) >= 3;
@@ -373,7 +375,7 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
   float y = top.y;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTimeline& rank = ranks[r];
-    const float h = band_height(rank, state.rank_collapsed[r], row_h);
+    const float h = band_height(rank, state.rank_collapsed[r], row_h, state);
     const float band_y1 = y + h;
     if (band_y1 < view_y0 || y > view_y1) {
       y = band_y1;
@@ -408,8 +410,13 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       painter.draw_selection_fill(r, y, band_y1);
       for (uint32_t k = 0; k < rank.tracks.size(); ++k) {
         const Track& track = rank.tracks[k];
+        if (!state.shows(track)) continue;
         const float th = static_cast<float>(track.rows()) * row_h;
-        if (track.family == TrackFamily::kRing) ring_y[r] = ty + row_h / 2;
+        // Flow arrows go to the selected collective's ring track: a set's
+        // (its cycles count from kProcessSetCycleBase) or the world's.
+        const bool set_selected = selected && selected->key.cycle >= kProcessSetCycleBase;
+        if (track.family == TrackFamily::kRing && (track.process_set != 0) == set_selected)
+          ring_y[r] = ty + row_h / 2;
         if (ty + th >= view_y0 && ty <= view_y1) {
           painter.items.clear();
           model.fold(static_cast<uint32_t>(r), k, {map.begin_ns, map.end_ns, map.width, 3.0f},
@@ -426,9 +433,20 @@ void draw_timeline_panel(TimelineModel& model, ViewState& state, RingFlowCache* 
       pixels->clear_clip();
       ty = y + kHeaderHeight + kTrackGap;
       for (const Track& track : rank.tracks) {
-        draw->AddText(ImVec2(top.x + 18, ty + (row_h - ImGui::GetFontSize()) / 2), colors::kTextDim,
-                      track_family_name(track.family));
-        ty += static_cast<float>(track.rows()) * row_h + kTrackGap;
+        if (!state.shows(track)) continue;
+        const float th = static_cast<float>(track.rows()) * row_h;
+        const float text_y = ty + (row_h - ImGui::GetFontSize()) / 2;
+        if (track.process_set == 0) {
+          draw->AddText(ImVec2(top.x + 18, text_y), colors::kTextDim,
+                        track_family_name(track.family));
+        } else {  // a process set's track: its colour, in the label and a mark beside it
+          const ImU32 colour = process_set_color(track.process_set);
+          pixels->fill_rect(ImVec2(top.x + 8, ty + 1), ImVec2(top.x + 13, ty + th - 1), colour);
+          const std::string label = std::string(track_family_name(track.family)) + " · set " +
+                                    std::to_string(track.process_set);
+          draw->AddText(ImVec2(top.x + 18, text_y), colour, label.c_str());
+        }
+        ty += th + kTrackGap;
       }
     }
     y = band_y1;

@@ -4,6 +4,7 @@
 // never sees it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,13 @@ struct ViewState {
   float bottom_panel_height = 200;
   bool show_legend = true;
   std::vector<bool> rank_collapsed;  // by rank index
+  // Process sets whose tracks are hidden (the legend's check boxes).
+  std::vector<uint16_t> hidden_process_sets;
+  bool shows(const Track& track) const {
+    return track.process_set == 0 ||
+           std::find(hidden_process_sets.begin(), hidden_process_sets.end(), track.process_set) ==
+               hidden_process_sets.end();
+  }
 
   char search_text[128] = "";    // filters the stragglers and statistics tables
   int statistics_rank = -1;      // -1: all ranks together

@@ -34,6 +34,7 @@ BottomPanel panel_from_name(const std::string& name) {
 
 Viewer::Viewer(ViewerOptions options) : options_(std::move(options)) {
   state_.panel = panel_from_name(options_.panel);
+  state_.hidden_process_sets = options_.hide_process_sets;
   std::snprintf(state_.tensor_search, sizeof(state_.tensor_search), "%s", options_.search.c_str());
   if (!options_.traces.empty()) model_.start_loading(options_.traces);  // none: the Open dialog
   init_files();

@@ -93,6 +93,7 @@ class CurrentRuntime {
   CurrentRuntime(const CurrentRuntime&) = delete;
   CurrentRuntime& operator=(const CurrentRuntime&) = delete;
   Runtime* operator->() const { return rt_; }
+  Runtime* get() const { return rt_; }
   explicit operator bool() const { return rt_ != nullptr; }
   // Why there is none: not initialised, or the process set's problem.
   const Status& why_not() const { return problem_; }
@@ -588,6 +589,7 @@ Status refuse_on_runtime_thread(const CurrentRuntime& rt, const char* call) {
 
 Status add_process_set(const std::vector<int>& ranks, int* id) {
   int world_rank, world_size, world_local_size;
+  Runtime* world = nullptr;  // lives until the sets are shut down (shutdown takes them first)
   {
     CurrentRuntime rt;
     if (!rt) return rt.why_not();
@@ -595,13 +597,14 @@ Status add_process_set(const std::vector<int>& ranks, int* id) {
     world_rank = rt->rank();
     world_size = rt->size();
     world_local_size = rt->topology().local_size;
+    world = rt.get();
   }
   if (process().sets.on_a_set_thread())
     return Status(StatusCode::kInvalidArgument,
                   "add_process_set from a completion callback would stall the background "
                   "loop it waits for: call it from the application's own thread",
                   world_rank);
-  return process().sets.add(ranks, world_rank, world_size, world_local_size, id);
+  return process().sets.add(ranks, world, world_rank, world_size, world_local_size, id);
 }
 
 Status remove_process_set(int id) {

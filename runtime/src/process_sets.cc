@@ -119,8 +119,8 @@ Status ProcessSets::agree(std::vector<uint64_t>* words, int world_rank, const ch
   }
 }
 
-Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int world_size,
-                        int world_local_size, int* id) {
+Status ProcessSets::add(const std::vector<int>& ranks_in, Runtime* world_runtime, int world_rank,
+                        int world_size, int world_local_size, int* id) {
   std::lock_guard<std::mutex> change(change_);
   std::vector<int> ranks = ranks_in;
   std::sort(ranks.begin(), ranks.end());
@@ -168,6 +168,7 @@ Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int wo
   if (world == MPI_COMM_NULL)  // not reached: one rank's only set is the world
     return Status(StatusCode::kUnimplemented, "add_process_set needs MPI", world_rank);
   const bool member = std::binary_search(ranks.begin(), ranks.end(), world_rank);
+  const int64_t incarnation = ++incarnations_;  // every rank counts this one
   // Every rank is past the agreement: the split completes.
   MPI_Comm split = MPI_COMM_NULL;
   if (MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, world_rank, &split) != MPI_SUCCESS)
@@ -184,6 +185,13 @@ Status ProcessSets::add(const std::vector<int>& ranks_in, int world_rank, int wo
       std::unique_ptr<Runtime> created;
       made = Runtime::create(std::move(transport), topology, options, &created);
       runtime = std::move(created);
+      if (made.ok() && world_runtime) {
+        // A loop of this set may hold a trace the world closes: the world
+        // keeps closed traces' buffers from now on.
+        world_runtime->keep_closed_trace_buffers();
+        runtime->record_as_process_set(world_runtime, static_cast<uint16_t>(new_id),
+                                       incarnation * kProcessSetCycleBase, ranks);
+      }
     }
   }
   // Every rank learns whether every member's runtime started.

@@ -49,9 +49,10 @@ class ProcessSets {
   std::map<int, std::vector<int>> list(int world_size) const;
   // Collective over the world: see ringscope.h add_process_set.
   // `world_local_size`: the job's ranks on this node (the set's runtime
-  // counts them when it decides whether to yield in its waits).
-  Status add(const std::vector<int>& ranks, int world_rank, int world_size, int world_local_size,
-             int* id);
+  // counts them when it decides whether to yield in its waits). The set's
+  // runtime records into `world`'s recorder (Runtime::record_as_process_set).
+  Status add(const std::vector<int>& ranks, Runtime* world, int world_rank, int world_size,
+             int world_local_size, int* id);
   Status remove(int id, int world_rank);
   // At shutdown: every set's runtime, taken out (to be shut down before the
   // world's), and the communicator freed.
@@ -72,6 +73,9 @@ class ProcessSets {
   MPI_Comm comm_ = MPI_COMM_NULL;
   Options options_;
   std::map<int, Entry> sets_;
+  // Sets made so far (guarded by change_): the same count on every rank, as
+  // adding is collective; a set's incarnation in the trace (trace_event.h).
+  int64_t incarnations_ = 0;
 };
 
 }  // namespace ringscope

@@ -40,6 +40,7 @@
 #include "ringscope/planning/coordinator.h"
 #include "ringscope/planning/online_tuner.h"
 #include "ringscope/planning/response_cache.h"
+#include "ringscope/process_set_recorder.h"
 #include "ringscope/trace_writer.h"
 #include "runtime_counters.h"
 #include "settings_state.h"
@@ -137,6 +138,16 @@ class Runtime {
     return code == StatusCode::kTimeout || code == StatusCode::kPeerFailure;
   }
   Status dump_flight_recorder(const std::string& path, std::string* written);
+
+  // A process set's runtime (process_sets.cc) records into `world`'s
+  // recorder, through a ProcessSetRecorder per recorder it meets: its events
+  // carry `set_id`, their cycles count from `cycle_base`, and each recorder
+  // gets a PROCESS_SET event (its members: "0,2,5") and the settings first.
+  // Once, right after create(); `world` outlives this runtime's loop.
+  void record_as_process_set(const Runtime* world, uint16_t set_id, int64_t cycle_base,
+                             std::vector<int> members);
+  // The world's, once a set records into its recorder (TraceControl).
+  void keep_closed_trace_buffers() { trace_.keep_closed_buffers(); }
 
   // Low level: record into any Recorder (tests). It must outlive the runtime.
   void set_recorder(Recorder* recorder) { trace_.set_recorder(recorder); }
@@ -275,6 +286,21 @@ class Runtime {
   // The loop loads the recorder once per cycle into cycle_rec_ and records
   // only there, so a trace started or stopped mid-cycle gets whole cycles.
   Recorder* cycle_rec_ = nullptr;
+  // A process set's recording into the world's recorder (null: the world's
+  // runtime, or a set's before record_as_process_set). `recorders` are the
+  // loop's, kept for the runtime's life (other threads may hold one).
+  struct AsProcessSet {
+    const Runtime* world = nullptr;
+    uint16_t id = 0;
+    int64_t cycle_base = 0;
+    std::vector<int> members;  // world ranks, by rank in the set
+    std::vector<std::unique_ptr<ProcessSetRecorder>> recorders;
+    Recorder* last = nullptr;  // the last cycle's
+  };
+  std::unique_ptr<AsProcessSet> as_set_owned_;
+  std::atomic<AsProcessSet*> as_set_{nullptr};
+  void use_process_set_recorder(AsProcessSet& as, TraceControl::Cycle* trace);
+  void record_process_set_members();  // the PROCESS_SET event, into cycle_rec_
   TensorQueue queue_;
   std::thread thread_;
   std::thread::id loop_thread_id_;

@@ -27,8 +27,10 @@ Runtime::Cycle Runtime::begin_cycle() {
   ++cycle_;
   Cycle c;
   c.trace = trace_.begin_cycle();
+  if (AsProcessSet* as = as_set_.load()) use_process_set_recorder(*as, &c.trace);
   cycle_rec_ = c.trace.recorder;
   if (c.trace.snapshot_due) record_settings_snapshot();
+  if (c.trace.snapshot_due && as_set_.load()) record_process_set_members();
   c.start_ns = cycle_rec_ ? cycle_rec_->now_ns() : 0;
   c.now = SteadyClock::now();
   return c;

@@ -80,4 +80,58 @@ void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int
   rec->record(e);
 }
 
+void Runtime::record_as_process_set(const Runtime* world, uint16_t set_id, int64_t cycle_base,
+                                    std::vector<int> members) {
+  auto as = std::make_unique<AsProcessSet>();
+  as->world = world;
+  as->id = set_id;
+  as->cycle_base = cycle_base;
+  as->members = std::move(members);
+  as_set_owned_ = std::move(as);
+  as_set_.store(as_set_owned_.get());  // the loop takes it from its next cycle
+}
+
+// A set's cycle records into the world's recorder of the moment (its
+// trace, or the flight recorder), never into a trace of its own: the
+// world's loop starts, stops and caps traces, so the set is never the one
+// that decides (traced = false). A recorder met for the first time gets
+// the set's settings and members first, as a new trace does.
+void Runtime::use_process_set_recorder(AsProcessSet& as, TraceControl::Cycle* trace) {
+  Recorder* world = as.world->recorder();
+  *trace = TraceControl::Cycle();
+  if (!world) {
+    as.last = nullptr;
+    return;
+  }
+  ProcessSetRecorder* mine = nullptr;
+  for (const auto& r : as.recorders)
+    if (r->world() == world) mine = r.get();
+  if (!mine) {
+    as.recorders.push_back(
+        std::make_unique<ProcessSetRecorder>(world, as.id, as.cycle_base, as.members));
+    mine = as.recorders.back().get();
+  }
+  trace->recorder = mine;
+  trace->snapshot_due = mine != as.last;
+  as.last = mine;
+}
+
+void Runtime::record_process_set_members() {
+  const AsProcessSet* as = as_set_.load();
+  Recorder* rec = cycle_rec_;
+  if (!as || !rec) return;
+  const int64_t now_ns = rec->now_ns();
+  std::string members;
+  for (int r : as->members) {
+    if (!members.empty()) members += ',';
+    members += std::to_string(r);
+  }
+  // cycle 0: the recorder moves it to the incarnation's first cycle.
+  TraceEvent e = make_event(EventKind::kProcessSet, now_ns, now_ns, 0, -1, intern(members));
+  e.value = as->id;
+  e.aux = topo_.size;
+  e.peer_send = topo_.rank;
+  rec->record(e);
+}
+
 }  // namespace ringscope

@@ -205,11 +205,14 @@ void TraceControl::release_quiet() {
   // cycle's recorder, until two cycles after the close), a mark_step that
   // loaded it (counted), and the GPU finalizer's jobs (never released once
   // the device path ran). A record() that starts after close() sees the
-  // writer closed and touches no buffer. The cycle count first: a device op
+  // writer closed and touches no buffer. A process set's loop records into
+  // this recorder too (keep_closed_buffers). The cycle count first: a device op
   // run in a cycle counted here is then seen by device_used().
   const uint64_t cycles = loop_.cycles_done.load();
   const bool loop_gone = loop_.exited.load();
-  if ((setup_.device_used && setup_.device_used()) || marking_steps_.load() != 0) return;
+  if ((setup_.device_used && setup_.device_used()) || marking_steps_.load() != 0 ||
+      keep_closed_.load())
+    return;
   for (Closed& t : closed_) {
     if (t.released || (!loop_gone && cycles < t.closed_at_cycle + 2)) continue;
     t.writer->release_buffers();

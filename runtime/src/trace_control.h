@@ -80,6 +80,10 @@ class TraceControl {
   Status close(bool measure, double wait_seconds, std::string* warning);
   // Event buffers that closed traces still hold.
   size_t closed_buffer_bytes();
+  // Never release closed traces' buffers from now on: another runtime's
+  // loop (a process set's) records into this one's recorder, and only this
+  // one's loop is counted before a release.
+  void keep_closed_buffers() { keep_closed_.store(true); }
 
   // ---- the loop
   struct Cycle {
@@ -117,6 +121,7 @@ class TraceControl {
   std::vector<std::unique_ptr<RecorderTee>> tees_;  // guarded by mu_
   std::atomic<Recorder*> snapshot_for_{nullptr};  // a started trace's first cycle
   std::atomic<int> marking_steps_{0};  // mark_step calls between load and record
+  std::atomic<bool> keep_closed_{false};  // keep_closed_buffers()
   std::mutex mu_;
   std::unique_ptr<TraceWriter> trace_;  // guarded by mu_: the trace held
   // trace_ while it records (the loop checks its size cap), and trace_ once

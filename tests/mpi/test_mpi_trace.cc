@@ -9,10 +9,12 @@
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "hosts.h"
 #include "mpi_transport.h"
+#include "ringscope/ringscope.h"
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_tools.h"
 #include "runtime.h"
@@ -232,4 +234,93 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
     const std::string cmd = "rm -rf '" + dir + "'";
     CHECK(std::system(cmd.c_str()) == 0);
   }
+}
+
+// A process set's collectives go into the world's trace: stamped with the
+// set, on its members only, their cycles in the set's incarnation's range,
+// ring peers as world ranks; an id freed and reused is a new incarnation;
+// `check` verifies each set among its own ranks.
+TEST_CASE("a traced run with process sets records each set's collectives", "[mpi][trace][sets]") {
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 3) return;  // a set of two with a rank outside it
+  const std::string dir = shared_temp_dir();
+  REQUIRE(!dir.empty());
+  const std::string base = dir + "/sets.sqlite";
+  Options o;
+  o.settings.cycle_time_ms = 0.5;
+  o.log_level = 0;
+  o.trace_path = base;
+  REQUIRE(ringscope::init(o).ok());
+  auto reduce = [&](int set, const std::string& name, int members) {
+    std::vector<float> x(4096, 1.0f);
+    std::promise<Status> p;
+    auto f = p.get_future();
+    REQUIRE(ringscope::allreduce_async(
+                name, DataType::kFloat32, {4096}, x.data(), x.data(), ReduceOp::kSum,
+                [&p](const Status& s) { p.set_value(s); }, 1.0, 1.0, Device::cpu(), set)
+                .ok());
+    REQUIRE(f.get().ok());
+    CHECK(x[0] == static_cast<float>(members));
+  };
+  int first = -1, second = -1;
+  REQUIRE(ringscope::add_process_set({0, 2}, &first).ok());
+  for (int i = 0; i < 3; ++i) {
+    if (rank == 0 || rank == 2) reduce(first, "set/a/" + std::to_string(i), 2);
+    reduce(0, "world/a/" + std::to_string(i), n);
+  }
+  REQUIRE(ringscope::remove_process_set(first).ok());
+  REQUIRE(ringscope::add_process_set({1, 2}, &second).ok());
+  CHECK(second == first);  // the freed id, reused
+  for (int i = 0; i < 2; ++i)
+    if (rank == 1 || rank == 2) reduce(second, "set/b/" + std::to_string(i), 2);
+  ringscope::shutdown();  // closes the trace
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0) return;
+
+  TraceReader all;
+  REQUIRE(all.open({base}).ok());
+  CheckReport report;
+  REQUIRE(check_trace(all, CheckOptions{}, &report).ok());
+  std::string violations;
+  for (auto& v : report.violations) violations += v + "\n";
+  INFO(violations);
+  CHECK(report.ok());
+  // Per rank: the incarnations of set `first` it declared (PROCESS_SET),
+  // and the set allreduces it recorded, by incarnation.
+  std::map<int, std::map<int64_t, std::string>> declared;
+  std::map<int, std::map<int64_t, int>> allreduces;
+  for (const RankInfo& info : all.ranks()) {
+    REQUIRE(all.scan_events(info.rank,
+                            [&](const StoredEvent& s) {
+                              const TraceEvent& e = s.event;
+                              if (e.process_set == 0) {
+                                CHECK(e.cycle < kProcessSetCycleBase);
+                                return true;
+                              }
+                              CHECK(e.process_set == first);
+                              const int64_t incarnation = e.cycle / kProcessSetCycleBase;
+                              if (e.kind == static_cast<uint16_t>(EventKind::kProcessSet))
+                                declared[info.rank][incarnation] = std::string(all.text(e.name_id));
+                              if (e.kind == static_cast<uint16_t>(EventKind::kAllreduce))
+                                ++allreduces[info.rank][incarnation];
+                              // Peers are the set's other member, as a world rank.
+                              if (s.lane == Lane::kRing && e.peer_send >= 0) {
+                                const int other = incarnation == 1 ? (info.rank == 0 ? 2 : 0)
+                                                                   : (info.rank == 1 ? 2 : 1);
+                                CHECK(e.peer_send == other);
+                              }
+                              return true;
+                            })
+                .ok());
+  }
+  // Incarnations count every add of the job (1 and 2 here).
+  CHECK(declared[0] == std::map<int64_t, std::string>{{1, "0,2"}});
+  CHECK(declared[1] == std::map<int64_t, std::string>{{2, "1,2"}});
+  CHECK(declared[2] == (std::map<int64_t, std::string>{{1, "0,2"}, {2, "1,2"}}));
+  CHECK(allreduces[0] == std::map<int64_t, int>{{1, 3}});
+  CHECK(allreduces[1] == std::map<int64_t, int>{{2, 2}});
+  CHECK(allreduces[2] == (std::map<int64_t, int>{{1, 3}, {2, 2}}));
+  for (int r = 3; r < n; ++r) CHECK(declared[r].empty());
 }

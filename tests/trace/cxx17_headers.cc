@@ -1,6 +1,7 @@
 // Compiled as C++17: the trace headers the runtime and tf_ops include must
 // stay C++17-clean. Running it also exercises the naming helper.
 #include "ringscope/flight_recorder.h"
+#include "ringscope/process_set_recorder.h"
 #include "ringscope/recorder.h"
 #include "ringscope/recorder_tee.h"
 #include "ringscope/status.h"

@@ -92,6 +92,44 @@ TEST_CASE("check catches each violation", "[trace][check]") {
   }
 }
 
+TEST_CASE("check verifies a process set's collectives among its ranks", "[trace][check][sets]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 4;
+  run.cycles = 3;
+  run.process_set_ranks = {0, 2, 3};  // its ring: 3 ranks, 2 + 2 steps; rank 1 is outside
+  SECTION("a correct run passes") {
+    CheckReport report = check_run(run, dir);
+    INFO((report.violations.empty() ? "" : report.violations[0]));
+    CHECK(report.ok());
+    // 2 world allreduces and 1 of the set per cycle.
+    CHECK(report.collectives == 3 * 3);
+  }
+  SECTION("a member without the set's collective") {
+    run.process_set_drop_on_rank = 2;
+    CheckReport report = check_run(run, dir);
+    INFO((report.violations.empty() ? "" : report.violations[0]));
+    CHECK(report.violation_count == 1);
+    CHECK(has_violation(report, "collective-on-every-rank",
+                        "ALLREDUCE (incarnation 1 of a process set, its cycle 0, seq 0) missing on "
+                        "rank 2"));
+  }
+  SECTION("a rank outside the set recording its collective") {
+    run.process_set_outsider = 1;
+    CheckReport report = check_run(run, dir);
+    CHECK(has_violation(report, "process-set-outsider",
+                        "rank 1 recorded events of process set 1 (incarnation 1)"));
+  }
+  SECTION("sets of two ranks and of every rank pass") {
+    run.process_set_ranks = {0, 2};  // members record 1 + 1 steps
+    CheckReport report = check_run(run, dir);
+    CHECK(report.ok());
+    run.process_set_ranks = {0, 1, 2, 3};  // every rank (recorded as a set)
+    report = check_run(run, dir);
+    CHECK(report.ok());
+  }
+}
+
 namespace {
 // A run of `algorithm` passes check; one extra reduce-scatter step on a rank
 // is reported with `expected`.

@@ -311,3 +311,32 @@ TEST_CASE("a file of schema 1.0.0, before the STRAGGLER kind, reads and checks a
   INFO(all);
   CHECK(report.violations.empty());
 }
+
+TEST_CASE("a file of schema 1.1.0, without events.process_set, reads as the world's",
+          "[trace][corrupt][sets]") {
+  test::TempDir dir;
+  const std::string path = valid_trace(dir, "before_sets.sqlite");
+  sql_exec(path,
+           "DROP VIEW events_v; ALTER TABLE events DROP COLUMN process_set;"
+           "UPDATE meta SET value = '1.1.0' WHERE key = 'schema_version'");
+  TraceReader reader;
+  REQUIRE(reader.open({path}).ok());
+  int64_t events = 0;
+  REQUIRE(reader
+              .scan_events(0,
+                           [&](const StoredEvent& e) {
+                             CHECK(e.event.process_set == 0);
+                             ++events;
+                             return true;
+                           })
+              .ok());
+  CHECK(events > 100);
+  LaneColumns columns;
+  REQUIRE(reader.lane_columns(0, Lane::kCollective, &columns).ok());
+  CHECK(columns.process_set.size() == columns.size());
+  CheckReport report;
+  REQUIRE(check_trace(reader, {}, &report).ok());
+  CHECK(report.violations.empty());
+  // And the viewer and merge take it: merge writes the current schema.
+  CHECK(merge_traces({path}, dir.file("merged.sqlite")).ok());
+}

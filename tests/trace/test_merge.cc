@@ -3,10 +3,12 @@
 // directly agrees with the merged file, and the merged file passes check.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_tools.h"
@@ -201,4 +203,65 @@ TEST_CASE("merge and export refuse to write over a trace they would destroy", "[
   CHECK(bytes(json) > 100);
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     CHECK(entry.path().string().find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("a process set's events keep their set, cycles and world-rank peers through merge",
+          "[trace][merge][sets]") {
+  test::TempDir dir;
+  test::SyntheticRun run;
+  run.world_size = 3;
+  run.cycles = 2;
+  run.process_set_ranks = {0, 2};
+  const std::string base = dir.file("sets.sqlite");
+  test::write_synthetic_run(base, run);
+  const std::string merged = dir.file("sets.merged.sqlite");
+  REQUIRE(merge_traces({base}, merged).ok());
+  for (const std::string& input : {base, merged}) {
+    INFO(input);
+    TraceReader reader;
+    REQUIRE(reader.open({input}).ok());
+    // The set's allreduce of its cycle 1: on ranks 0 and 2 only, every event
+    // stamped with set 1; its one ring step each way goes to the other member.
+    std::vector<StoredEvent> collective;
+    REQUIRE(reader.collective(kProcessSetCycleBase + 1, 0, &collective).ok());
+    std::set<int> ranks;
+    int ring_steps = 0;
+    for (const StoredEvent& e : collective) {
+      ranks.insert(e.rank);
+      CHECK(e.event.process_set == 1);
+      if (e.lane == Lane::kRing) {
+        ++ring_steps;
+        CHECK(e.event.peer_send == (e.rank == 0 ? 2 : 0));
+        CHECK(e.event.peer_recv == (e.rank == 0 ? 2 : 0));
+      }
+    }
+    CHECK(ranks == std::set<int>{0, 2});
+    CHECK(ring_steps == 2 * 2);
+    // The world's collectives are not the set's.
+    std::vector<StoredEvent> world;
+    REQUIRE(reader.collective(1, 0, &world).ok());
+    REQUIRE(!world.empty());
+    for (const StoredEvent& e : world) CHECK(e.event.process_set == 0);
+    // The viewer's columns carry it too.
+    LaneColumns columns;
+    REQUIRE(reader.lane_columns(2, Lane::kCollective, &columns).ok());
+    REQUIRE(columns.process_set.size() == columns.size());
+    CHECK(std::count(columns.process_set.begin(), columns.process_set.end(), 1) == run.cycles);
+  }
+  // In SQL: NULL for the world's events, the id for the set's; events_v
+  // says 0 for the world.
+  std::string out;
+  REQUIRE(test::run_cli("sql " + merged +
+                            " \"SELECT 'ranks=' || group_concat(rank) FROM (SELECT DISTINCT rank"
+                            " FROM events_v WHERE process_set = 1 AND kind_name = 'PROCESS_SET'"
+                            " ORDER BY rank)\"",
+                        &out) == 0);
+  CHECK(out.find("ranks=0,2") != std::string::npos);
+  REQUIRE(test::run_cli("sql " + merged +
+                            " \"SELECT 'world=' || count(*) FROM events WHERE process_set IS NULL"
+                            " AND rank = 1 AND kind = 18\"",
+                        &out) == 0);
+  CHECK(out.find("world=" + std::to_string(run.cycles * run.collectives_per_cycle)) !=
+        std::string::npos);
+  CHECK(test::run_cli("check " + merged) == 0);
 }

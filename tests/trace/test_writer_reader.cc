@@ -66,7 +66,7 @@ TEST_CASE("events recorded concurrently by several threads all arrive intact", "
   TraceReader reader;
   REQUIRE(reader.open({path}).ok());
   CHECK(reader.meta_value("custom") == "yes");
-  CHECK(reader.meta_value("schema_version") == "1.1.0");
+  CHECK(reader.meta_value("schema_version") == "1.2.0");
   CHECK(reader.world_size() == 2);
   REQUIRE(reader.ranks().size() == 1);
   CHECK(reader.ranks()[0].rank == 1);

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 
+#include "ringscope/process_set_recorder.h"
 #include "ringscope/trace_schema.h"
 
 namespace ringscope::test {
@@ -54,7 +56,7 @@ TraceEvent make(EventKind kind, int64_t start, int64_t dur, int64_t cycle = -1, 
 // 0, 1, ...; a fused group takes its first member's seq_index; NEGOTIATE is
 // one per response and starts at this rank's enqueue; FUSION_MEMBER carries
 // the member's own seq_index, its index in `step` and its offset in `value`.
-void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cycle, int seq,
+void record_collective(Recorder& w, const SyntheticRun& run, int rank, int cycle, int seq,
                        int64_t t, const std::vector<int32_t>& names, bool first) {
   const int n = run.world_size;
   const int64_t tensor_bytes = 1 << (16 + seq % 4);
@@ -145,6 +147,25 @@ void record_collective(TraceWriter& w, const SyntheticRun& run, int rank, int cy
   w.record(make(EventKind::kCallback, s + 90'000, 5'000, cycle, seq));
 }
 
+// Process set 1's allreduce of `cycle` on `rank` (its own cycle numbers,
+// ring peers and size, as its runtime records them) through a
+// ProcessSetRecorder, where the rank is a member (or the injected outsider).
+void record_process_set_cycle(TraceWriter& w, const SyntheticRun& run, int rank, int cycle,
+                              int64_t t, const std::vector<int32_t>& names) {
+  const std::vector<int>& members = run.process_set_ranks;
+  auto at = std::find(members.begin(), members.end(), rank);
+  const bool first = cycle == 0;
+  const bool outsider = first && rank == run.process_set_outsider;
+  if ((at == members.end() && !outsider) || (first && rank == run.process_set_drop_on_rank)) return;
+  ProcessSetRecorder set(&w, 1, kProcessSetCycleBase, members);
+  SyntheticRun as_set = run;
+  as_set.world_size = static_cast<int>(members.size());
+  as_set.straggler_rank = -1;
+  as_set.broadcast_kind_on_rank = as_set.extra_ring_step_on_rank = -1;
+  record_collective(set, as_set, outsider ? 0 : static_cast<int>(at - members.begin()), cycle, 0, t,
+                    names, false);
+}
+
 }  // namespace
 
 std::vector<std::string> write_synthetic_run(const std::string& base, const SyntheticRun& run) {
@@ -162,6 +183,23 @@ std::vector<std::string> write_synthetic_run(const std::string& base, const Synt
         names[size_t(seq)].push_back(
             w.intern("grad/layer" + std::to_string(seq) + "/w" + std::to_string(mm)));
       }
+    const std::vector<int32_t> set_names{w.intern("set/grad/a"), w.intern("set/grad/b")};
+    if (std::count(run.process_set_ranks.begin(), run.process_set_ranks.end(), rank)) {
+      std::string members;
+      for (int r : run.process_set_ranks) {
+        if (!members.empty()) members += ',';
+        members += std::to_string(r);
+      }
+      TraceEvent declared = make(EventKind::kProcessSet, 0, 0, kProcessSetCycleBase);
+      declared.name_id = w.intern(members);
+      declared.value = 1;
+      declared.aux = static_cast<int32_t>(run.process_set_ranks.size());
+      declared.peer_send = static_cast<int32_t>(
+          std::find(run.process_set_ranks.begin(), run.process_set_ranks.end(), rank) -
+          run.process_set_ranks.begin());
+      declared.process_set = 1;
+      w.record(declared);
+    }
     TraceEvent setting = make(EventKind::kSettings, 0, 0);
     setting.peer_send = static_cast<int32_t>(SettingKey::kFusionThresholdBytes);
     setting.value = 64 << 20;
@@ -183,6 +221,7 @@ std::vector<std::string> write_synthetic_run(const std::string& base, const Synt
         record_collective(w, run, rank, cycle, seq * run.tensors_per_collective,
                           t + seq * 1'500'000, names[size_t(seq)], first);
       }
+      record_process_set_cycle(w, run, rank, cycle, t + 3'000'000, set_names);
       // A joined rank has no steps of its own: its data ran out.
       if (rank != run.join_rank || cycle < run.cycles / 2) {
         TraceEvent mark = make(EventKind::kStep, t + 4'500'000, 0);

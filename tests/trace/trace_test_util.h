@@ -36,6 +36,12 @@ struct SyntheticRun {
   // This rank joins at the second half: no STEP marks there, a JOIN span
   // over it (the last rank to join: world_size - 1).
   int join_rank = -1;
+  // Non-empty: these ranks (sorted) form process set 1 (incarnation 1),
+  // which runs one ring allreduce of its own in every cycle, recorded as a
+  // set's runtime records (ProcessSetRecorder), after a PROCESS_SET event.
+  std::vector<int> process_set_ranks;
+  int process_set_drop_on_rank = -1;  // this member skips the set's first allreduce
+  int process_set_outsider = -1;      // this non-member records the set's first allreduce
 };
 
 // Local time of cycle c's start on rank r (before applying the offset).

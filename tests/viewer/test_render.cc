@@ -397,3 +397,38 @@ TEST_CASE("a hung job's dumps open on the verdict, the stuck collective marked o
   CHECK(healthy.layout.verdict_waiting == 0);
   CHECK(healthy.layout.verdict_missing == 0);
 }
+
+TEST_CASE("a process set's tracks show on its ranks in its colour, and hide on request",
+          "[render][sets]") {
+  test::TempDir dir;
+  test::SyntheticRun synthetic = test::aligned_run(3, 6);
+  synthetic.process_set_ranks = {0, 2};
+  const std::string trace = write(dir, synthetic);
+  constexpr std::array<int, 3> kSet1{236, 72, 153};  // process_set_color(1)
+  // In the gutter, left of the time axis (x < 150 of 1600): the tracks' marks.
+  auto set_marks = [](const Shot& shot, const Band& b) {
+    return shot.img.count(kSet1, 0, b.header_y1, 150, b.y1, 2);
+  };
+  const Shot shown = shoot(dir, "--size 1600x1400 " + trace);  // every band whole
+  REQUIRE(shown.layout.bands.size() == 3);
+  for (const Band& b : shown.layout.bands) {
+    INFO("rank " << b.rank << ": " << set_marks(shown, b) << " px of set 1's colour");
+    if (b.rank == 1)
+      CHECK(set_marks(shown, b) == 0);
+    else
+      CHECK(set_marks(shown, b) > 30);
+  }
+  // The members' bands hold the set's tracks too: taller than rank 1's.
+  auto height = [](const Band& b) { return b.y1 - b.y0; };
+  CHECK(height(shown.layout.bands[0]) > height(shown.layout.bands[1]) + 10);
+  CHECK(height(shown.layout.bands[2]) > height(shown.layout.bands[1]) + 10);
+  const Shot hidden = shoot(dir, "--size 1600x1400 --hide-process-set 1 " + trace);
+  REQUIRE(hidden.layout.bands.size() == 3);
+  for (const Band& b : hidden.layout.bands) {
+    INFO("rank " << b.rank);
+    CHECK(set_marks(hidden, b) == 0);
+    // Without the set's tracks every band holds the same tracks.
+    CHECK(height(b) == Approx(height(hidden.layout.bands[1])).margin(1));
+  }
+  CHECK(run_viewer("--hide-process-set 0 " + trace).exit_code != 0);
+}

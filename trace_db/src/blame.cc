@@ -177,7 +177,8 @@ Status read_file(const std::string& path, FileFacts* out) {
       if (r.straggler_warnings.size() > 4) r.straggler_warnings.erase(r.straggler_warnings.begin());
     }
     r.end_ns = std::max(r.end_ns, e.event.end_ns);
-    r.last_cycle = std::max(r.last_cycle, e.event.cycle);
+    // The world's cycles (a process set's count on in a range of their own).
+    if (e.event.process_set == 0) r.last_cycle = std::max(r.last_cycle, e.event.cycle);
     tail.push_back(e);
     if (tail.size() > 4 * kLastEvents) {  // keep the newest few (events come by lane)
       std::partial_sort(tail.begin(), tail.begin() + kLastEvents, tail.end(),
@@ -199,7 +200,11 @@ Status read_file(const std::string& path, FileFacts* out) {
     std::string text = utc_text(utc(e.event.end_ns)) + " " + event_kind_name(e.event.kind);
     if (e.event.name_id >= 0)
       text += " '" + one_line(std::string(reader.text(e.event.name_id))) + "'";
-    if (e.event.cycle >= 0) text += " cycle " + std::to_string(e.event.cycle);
+    if (e.event.process_set != 0) text += " in process set " + std::to_string(e.event.process_set);
+    if (e.event.cycle >= 0)
+      text +=
+          " cycle " + std::to_string(e.event.process_set != 0 ? e.event.cycle % kProcessSetCycleBase
+                                                              : e.event.cycle);
     r.last_events.push_back(text);
   }
   if (last_collective_end != INT64_MIN) r.last_completed_end_utc_ns = utc(last_collective_end);

@@ -64,6 +64,7 @@ void write_args(std::string& b, const TraceEvent& e) {
   if (e.peer_recv >= 0) field("peer_recv", e.peer_recv);
   if (has_step(e)) field("step", e.step);
   if (e.aux != 0) field("aux", e.aux);
+  if (e.process_set != 0) field("process_set", e.process_set);
   b += '}';
 }
 

@@ -74,7 +74,7 @@ Status write_header_tables(sqlite3* db, const TraceReader& reader) {
 Status copy_events(sqlite3* db, const TraceReader& reader, int64_t* copied) {
   sql::Stmt insert;
   if (Status s = insert.prepare(db, std::string("INSERT INTO events(") + schema::kEventColumns +
-                                        ", tie) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                        ", tie) VALUES" + schema::event_row_placeholders());
       !s.ok())
     return s;
   for (const RankInfo& rank : reader.ranks()) {
@@ -108,7 +108,8 @@ Status copy_events(sqlite3* db, const TraceReader& reader, int64_t* copied) {
       insert.bind_optional(13, e.step, has_step(e));
       insert.bind(14, e.aux);
       insert.bind(15, e.thread);
-      insert.bind(16, tie);
+      insert.bind_optional(16, e.process_set, e.process_set != 0);
+      insert.bind(17, tie);
       insert_status = insert.run();
       ++*copied;
       return insert_status.ok();

@@ -1,4 +1,4 @@
-// Schema v1 DDL, enum-table contents, finalization and validation. The one
+// Schema v1 DDL (1.2.0), enum-table contents, finalization and validation. The one
 // place that knows table and column names; docs/trace-schema.md mirrors it.
 #include "schema.h"
 
@@ -44,6 +44,7 @@ CREATE TABLE events(
   tie INTEGER NOT NULL DEFAULT 0, kind INTEGER NOT NULL, dur_ns INTEGER NOT NULL,
   cycle INTEGER, seq_index INTEGER, name_id INTEGER, bytes INTEGER, value INTEGER,
   peer_send INTEGER, peer_recv INTEGER, step INTEGER, aux INTEGER, thread INTEGER,
+  process_set INTEGER,
   PRIMARY KEY(rank, lane, start_ns, tie)) WITHOUT ROWID;
 )sql";
 
@@ -56,7 +57,7 @@ CREATE VIEW events_v AS
   SELECT e.rank, e.lane, l.name AS lane_name, e.kind, k.name AS kind_name,
          e.start_ns, e.dur_ns, e.start_ns + e.dur_ns AS end_ns, e.cycle, e.seq_index,
          e.name_id, s.text AS name, e.bytes, e.value, e.peer_send, e.peer_recv, e.step, e.aux,
-         e.thread
+         e.thread, COALESCE(e.process_set, 0) AS process_set
   FROM events e JOIN event_kinds k ON k.kind = e.kind JOIN lanes l ON l.lane = e.lane
        LEFT JOIN strings s ON s.id = e.name_id;
 CREATE VIEW settings_v AS

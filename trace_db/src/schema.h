@@ -42,12 +42,19 @@ struct LaneStats {
 };
 Status put_lane_stats(sqlite3* db, int rank, const std::map<int, LaneStats>& lanes);
 
-// Column list of the events table as the readers select it (without tie,
-// which writers bind after these).
+// Column list of the events table as writers insert it (tie is bound after
+// these). process_set is NULL for the world's events (and absent from files
+// older than 1.2.0: readers select NULL for it there).
 inline constexpr const char* kEventColumns =
     "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, "
-    "peer_recv, step, aux, thread";
-inline constexpr int kEventColumnCount = 15;
+    "peer_recv, step, aux, thread, process_set";
+inline constexpr int kEventColumnCount = 16;
+// "(?,...,?)": one row of kEventColumns and tie.
+inline std::string event_row_placeholders() {
+  std::string row = "(?";
+  for (int i = 0; i < kEventColumnCount; ++i) row += ",?";
+  return row + ")";
+}
 
 // Checks the first bytes of `path` (empty file, not SQLite, e.g. a PNG) before
 // SQLite sees it, so the error names what the file is.

@@ -69,7 +69,7 @@ int64_t LaneColumns::dur_ns(size_t i) const {
 size_t LaneColumns::memory_bytes() const {
   return start_ns.capacity() * 8 + dur_ns_u32.capacity() * 4 + long_durations.capacity() * 16 +
          cycle.capacity() * 8 + bytes.capacity() * 8 + name_id.capacity() * 4 +
-         seq_index.capacity() * 4 + kind.capacity() * 2;
+         seq_index.capacity() * 4 + kind.capacity() * 2 + process_set.capacity() * 2;
 }
 
 const RankInfo* TraceReader::Impl::rank_info(int rank) const {
@@ -103,6 +103,7 @@ void TraceReader::Impl::read_event(const TraceSource& source, const RankInfo& ra
   e.step = optional_int32(stmt, 12);
   e.aux = static_cast<int32_t>(stmt.column_int_or(13, 0));
   e.thread = static_cast<uint32_t>(stmt.column_int_or(14, 0));
+  e.process_set = static_cast<uint16_t>(stmt.column_int_or(15, 0));
 }
 
 TraceReader::TraceReader() = default;
@@ -153,7 +154,7 @@ Status TraceReader::events_in_window(int rank, Lane lane, int64_t begin_ns, int6
                 local_end = saturating_add(info.to_local(end_ns), 1);
   sql::Stmt& stmt = source->window_stmt;
   if (!stmt.valid()) {
-    std::string query = std::string("SELECT ") + kSelectEventColumns +
+    std::string query = std::string("SELECT ") + select_event_columns(*source) +
                         " FROM events WHERE rank = ?1 AND lane = ?2 AND start_ns BETWEEN ?3 AND ?4"
                         " AND start_ns + dur_ns >= ?5 ORDER BY start_ns";
     if (Status s = stmt.prepare(source->db.get(), query); !s.ok()) return s;
@@ -180,7 +181,7 @@ Status TraceReader::scan_events(int rank, const std::function<bool(const StoredE
   if (!source) return Status(StatusCode::kInvalidArgument, "no rank " + std::to_string(rank));
   const RankInfo& info = *impl_->rank_info(rank);
   sql::Stmt stmt;
-  std::string query = std::string("SELECT ") + kSelectEventColumns +
+  std::string query = std::string("SELECT ") + select_event_columns(*source) +
                       " FROM events WHERE rank = ?1" + (lane ? " AND lane = ?2" : "") +
                       " ORDER BY lane, start_ns";
   if (Status s = stmt.prepare(source->db.get(), query); !s.ok()) return s;
@@ -225,6 +226,7 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
         static_cast<size_t>(std::clamp<int64_t>(it->second.event_count, 0, int64_t{1} << 22));
     out->start_ns.reserve(n), out->dur_ns_u32.reserve(n), out->cycle.reserve(n);
     out->bytes.reserve(n), out->name_id.reserve(n), out->seq_index.reserve(n), out->kind.reserve(n);
+    out->process_set.reserve(n);
   }
   // Only the columns the viewer keeps, read straight into them: column
   // extraction is most of the load time of a big trace.
@@ -233,8 +235,11 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
   const RankInfo& info = *impl_->rank_info(rank);
   sql::Stmt stmt;
   if (Status s = stmt.prepare(source->db.get(),
-                              "SELECT kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes"
-                              " FROM events WHERE rank = ?1 AND lane = ?2 ORDER BY lane, start_ns");
+                              std::string("SELECT kind, start_ns, dur_ns, cycle, seq_index, "
+                                          "name_id, bytes, ") +
+                                  (source->has_process_set ? "process_set" : "NULL") +
+                                  " FROM events WHERE rank = ?1 AND lane = ?2"
+                                  " ORDER BY lane, start_ns");
       !s.ok())
     return s;
   stmt.bind(1, rank);
@@ -264,6 +269,7 @@ Status TraceReader::lane_columns(int rank, Lane lane, LaneColumns* out) const {
     }
     out->name_id.push_back(name_id);
     out->bytes.push_back(stmt.column_int_or(6, 0));
+    out->process_set.push_back(static_cast<uint16_t>(stmt.column_int_or(7, 0)));
   }
   if (!status.ok()) return status;
   return impl_->verify_read_count(*source, info, lane, static_cast<int64_t>(out->size()));
@@ -278,7 +284,7 @@ Status TraceReader::events_starting_at(int rank, Lane lane, int64_t start_ns,
   const int64_t local = info.to_local(start_ns);
   sql::Stmt stmt;
   if (Status s = stmt.prepare(source->db.get(),
-                              std::string("SELECT ") + kSelectEventColumns +
+                              std::string("SELECT ") + select_event_columns(*source) +
                                   " FROM events WHERE rank = ?1 AND lane = ?2 AND start_ns"
                                   " BETWEEN ?3 AND ?4 ORDER BY start_ns");
       !s.ok())
@@ -313,7 +319,7 @@ Status TraceReader::collective(int64_t cycle, int32_t seq_index, std::vector<Sto
     Status status;
     const bool found = span.step(&status) && !span.is_null(0);
     if (!status.ok()) return status;
-    std::string query = std::string("SELECT ") + kSelectEventColumns +
+    std::string query = std::string("SELECT ") + select_event_columns(source) +
                         " FROM events WHERE rank = ?1 AND cycle = ?2 AND seq_index = ?3";
     if (found) query += " AND lane = ?4 AND start_ns BETWEEN ?5 AND ?6";
     sql::Stmt stmt;

@@ -23,6 +23,7 @@ struct TraceSource {
   std::string path;
   sql::Db db;
   bool merged = false;
+  bool has_process_set = false;  // events.process_set exists (schema 1.2.0 on)
   std::map<std::string, std::string> meta;
   std::unordered_map<int32_t, int32_t> string_remap;  // file id -> reader id
   sql::Stmt window_stmt;                              // cached: the viewer's hot query
@@ -43,7 +44,7 @@ struct TraceReader::Impl {
     return it == source_of_rank.end() ? nullptr : &sources[it->second];
   }
   const RankInfo* rank_info(int rank) const;
-  // Fills `out` from a row whose first 15 columns are schema::kEventColumns.
+  // Fills `out` from a row of select_event_columns().
   void read_event(const TraceSource& source, const RankInfo& rank, const sql::Stmt& stmt,
                   StoredEvent* out) const;
   // After a complete read of a finalized rank's events (all lanes, or one):
@@ -53,9 +54,13 @@ struct TraceReader::Impl {
                            std::optional<Lane> lane, int64_t read) const;
 };
 
-// The event column list, for SELECTs feeding read_event().
-inline constexpr const char* kSelectEventColumns =
-    "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, peer_send, "
-    "peer_recv, step, aux, thread";
+// The event column list of `source`, for SELECTs feeding read_event():
+// NULL for process_set in a file older than 1.2.0.
+inline std::string select_event_columns(const TraceSource& source) {
+  return std::string(
+             "rank, lane, kind, start_ns, dur_ns, cycle, seq_index, name_id, bytes, value, "
+             "peer_send, peer_recv, step, aux, thread, ") +
+         (source.has_process_set ? "process_set" : "NULL");
+}
 
 }  // namespace ringscope

@@ -3,6 +3,7 @@
 // loads the small tables (meta, ranks, strings, lane statistics).
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -123,6 +124,14 @@ Status TraceReader::open(const std::vector<std::string>& inputs) {
     while (meta.step(&status)) source.meta[meta.column_text(0)] = meta.column_text(1);
     if (!status.ok()) return Status(status.code(), path + ": " + status.message());
     source.merged = source.meta["rank"] == "merged";
+    std::optional<int64_t> has_set;
+    if (Status s = sql::query_int(source.db.get(),
+                                  "SELECT count(*) FROM pragma_table_info('events')"
+                                  " WHERE name = 'process_set'",
+                                  &has_set);
+        !s.ok())
+      return Status(s.code(), path + ": " + s.message());
+    source.has_process_set = has_set.value_or(0) > 0;
     std::vector<RankInfo> ranks;
     if (Status s = load_ranks(source, &ranks); !s.ok()) return s;
     if (ranks.empty())

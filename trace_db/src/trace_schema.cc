@@ -87,6 +87,10 @@ constexpr EventKindInfo kKinds[] = {
      "live straggler warning (every rank records rank 0's verdict); name_id = message, peer_recv "
      "= the rank the others waited for, value = their wait per collective (ns), aux = share of "
      "the window's time (per mille)"},
+    {K::kProcessSet, "PROCESS_SET", L::kSettings, false,
+     "a process set this rank is in: value = its id, cycle = its incarnation * 2^32 (its "
+     "events' cycles count from there), aux = its size, peer_send = this rank's rank in it, "
+     "name_id = its world ranks"},
 };
 constexpr int kKindCount = static_cast<int>(sizeof(kKinds) / sizeof(kKinds[0]));
 constexpr int kMaxKind = 64;

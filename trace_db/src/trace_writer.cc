@@ -111,7 +111,7 @@ Status TraceWriter::open(const std::string& path, int rank, int world_size,
   add_rank.bind(4, rank_start_utc);
   if (Status s = add_rank.run(); !s.ok()) return s;
   // One row, and kRowsPerInsert rows per statement (fewer VM runs per event).
-  const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  const std::string row = schema::event_row_placeholders();
   std::string insert = std::string("INSERT INTO events(") + schema::kEventColumns + ", tie) VALUES";
   if (Status s = m.insert_event.prepare(db.get(), insert + row); !s.ok()) return s;
   std::string batch = insert + row;

@@ -54,7 +54,7 @@ void TraceWriter::Impl::check_size() {
 }
 
 namespace {
-// Binds one event to the 16 parameters starting at `base` (1-based).
+// Binds one event to the 17 parameters starting at `base` (1-based).
 void bind_event(sql::Stmt& stmt, int base, int rank, int lane, int64_t tie, const TraceEvent& e) {
   stmt.bind(base + 0, rank);
   stmt.bind(base + 1, lane);
@@ -71,7 +71,8 @@ void bind_event(sql::Stmt& stmt, int base, int rank, int lane, int64_t tie, cons
   stmt.bind_optional(base + 12, e.step, has_step(e));
   stmt.bind(base + 13, e.aux);
   stmt.bind(base + 14, e.thread);
-  stmt.bind(base + 15, tie);
+  stmt.bind_optional(base + 15, e.process_set, e.process_set != 0);
+  stmt.bind(base + 16, tie);
 }
 }  // namespace
 

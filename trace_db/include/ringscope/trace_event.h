@@ -48,7 +48,19 @@ enum class EventKind : uint16_t {
   kAlltoallStep = 35,           // span: one pairwise exchange of an alltoall
   kJoin = 36,                   // span: join() until every rank joined (value = last rank)
   kStraggler = 37,              // instant: live straggler warning (peer_recv = the rank)
+  kProcessSet = 38,             // instant: a process set's members (see below)
 };
+
+// A process set's events (collectives among a subset of the ranks, each set
+// run by a runtime of its own) carry its id in TraceEvent::process_set, and
+// cycle = incarnation * kProcessSetCycleBase + the set's own cycle: ids are
+// reused after a set is removed, and the incarnation (counted alike on every
+// rank: sets are added collectively) keeps two sets that held one id apart,
+// from each other and from the world's cycles. A set's runtime records one
+// kProcessSet event into every trace it records into: value = the set's id,
+// cycle = incarnation * kProcessSetCycleBase, aux = its size, peer_send =
+// this rank's rank in it, name_id = its world ranks ("0,2,5").
+inline constexpr int64_t kProcessSetCycleBase = int64_t{1} << 32;
 
 // Device events (kNccl*, kGpuCopy*) carry: start/end = device times converted
 // to the host clock, value = when the host enqueued the work (same clock),
@@ -80,20 +92,20 @@ enum NegotiationPath : int32_t { kPathFast = 1, kPathSlow = 2 };
 // One recorded event. 72 bytes, trivially copyable; no pointers, no strings:
 // names are interned ids. Unused fields are -1 (ids, peers) or 0.
 struct TraceEvent {
-  int64_t start_ns = 0;    // rank-local monotonic ns since trace start
-  int64_t end_ns = 0;      // == start_ns for instants
-  int64_t cycle = -1;      // background-loop cycle (identical on all ranks)
-  int64_t bytes = 0;       // payload bytes involved
-  int64_t value = 0;       // kind-specific value (setting value, offset...)
-  int32_t name_id = -1;    // interned tensor name (or text for errors)
-  int32_t seq_index = -1;  // index of the response in the cycle's list
-  int32_t peer_send = -1;  // rank sent to (ring/chain steps) / SettingKey
-  int32_t peer_recv = -1;  // rank received from / ready rank on coordinator
-  int32_t step = -1;       // ring step number / fusion group member index
-  int32_t aux = 0;         // kind-specific small value
-  uint16_t kind = 0;       // EventKind
-  uint16_t reserved = 0;
-  uint32_t thread = 0;  // small id of the recording thread
+  int64_t start_ns = 0;      // rank-local monotonic ns since trace start
+  int64_t end_ns = 0;        // == start_ns for instants
+  int64_t cycle = -1;        // background-loop cycle (identical on all ranks)
+  int64_t bytes = 0;         // payload bytes involved
+  int64_t value = 0;         // kind-specific value (setting value, offset...)
+  int32_t name_id = -1;      // interned tensor name (or text for errors)
+  int32_t seq_index = -1;    // index of the response in the cycle's list
+  int32_t peer_send = -1;    // rank sent to (ring/chain steps) / SettingKey
+  int32_t peer_recv = -1;    // rank received from / ready rank on coordinator
+  int32_t step = -1;         // ring step number / fusion group member index
+  int32_t aux = 0;           // kind-specific small value
+  uint16_t kind = 0;         // EventKind
+  uint16_t process_set = 0;  // its process set (0: every rank's)
+  uint32_t thread = 0;       // small id of the recording thread
 };
 static_assert(sizeof(TraceEvent) == 72, "TraceEvent layout is part of the ABI");
 

@@ -68,6 +68,7 @@ struct LaneColumns {
   std::vector<int32_t> name_id;    // -1: none
   std::vector<int32_t> seq_index;  // -1: none
   std::vector<uint16_t> kind;
+  std::vector<uint16_t> process_set;  // 0: the world's
 
   static constexpr uint32_t kLongDuration = 0xffffffffu;
   size_t size() const { return start_ns.size(); }

@@ -14,7 +14,7 @@ namespace ringscope {
 
 // Semantic version of the on-disk schema described in docs/trace-schema.md.
 // A reader accepts any file with the same major version.
-inline constexpr const char* kTraceSchemaVersion = "1.1.0";
+inline constexpr const char* kTraceSchemaVersion = "1.2.0";
 inline constexpr int kTraceSchemaMajor = 1;
 
 // Activity family of an event: the viewer draws one row per (rank, lane) and
@@ -29,7 +29,7 @@ enum class Lane : uint8_t {
   kRing = 4,         // steps: kRingReduceScatter, kRingAllgather, kAllgatherStep, kBroadcastStep,
                      // kAlltoallStep
   kCallback = 5,     // kCallback
-  kSettings = 6,     // kSettings
+  kSettings = 6,     // kSettings, kProcessSet
   kAutotune = 7,     // kAutotuneTrial
   kUser = 8,         // kStep, kJoin
   kErrors = 9,       // kError, kStall, kDropped, kStraggler
