@@ -191,6 +191,7 @@ Status ProcessSets::add(const std::vector<int>& ranks_in, Runtime* world_runtime
         world_runtime->keep_closed_trace_buffers();
         runtime->record_as_process_set(world_runtime, static_cast<uint16_t>(new_id),
                                        incarnation * kProcessSetCycleBase, ranks);
+        world_runtime->watch_process_set(static_cast<uint16_t>(new_id), runtime);
       }
     }
   }

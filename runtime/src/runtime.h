@@ -144,10 +144,15 @@ class Runtime {
   // carry `set_id`, their cycles count from `cycle_base`, and each recorder
   // gets a PROCESS_SET event (its members: "0,2,5") and the settings first.
   // Once, right after create(); `world` outlives this runtime's loop.
-  void record_as_process_set(const Runtime* world, uint16_t set_id, int64_t cycle_base,
+  // The set's flight recorder dumps (its first stall warning, a failure)
+  // are the world's.
+  void record_as_process_set(Runtime* world, uint16_t set_id, int64_t cycle_base,
                              std::vector<int> members);
   // The world's, once a set records into its recorder (TraceControl).
   void keep_closed_trace_buffers() { trace_.keep_closed_buffers(); }
+  // The world's: a flight recorder dump lists set `id`'s pending ops too,
+  // while it lives.
+  void watch_process_set(uint16_t id, std::weak_ptr<Runtime> set);
 
   // Low level: record into any Recorder (tests). It must outlive the runtime.
   void set_recorder(Recorder* recorder) { trace_.set_recorder(recorder); }
@@ -290,7 +295,7 @@ class Runtime {
   // runtime, or a set's before record_as_process_set). `recorders` are the
   // loop's, kept for the runtime's life (other threads may hold one).
   struct AsProcessSet {
-    const Runtime* world = nullptr;
+    Runtime* world = nullptr;
     uint16_t id = 0;
     int64_t cycle_base = 0;
     std::vector<int> members;  // world ranks, by rank in the set
@@ -298,6 +303,9 @@ class Runtime {
     Recorder* last = nullptr;  // the last cycle's
   };
   std::unique_ptr<AsProcessSet> as_set_owned_;
+  // The world's: its sets' runtimes, for the pending ops of a dump.
+  std::mutex watched_sets_mu_;
+  std::vector<std::pair<uint16_t, std::weak_ptr<Runtime>>> watched_sets_;
   std::atomic<AsProcessSet*> as_set_{nullptr};
   void use_process_set_recorder(AsProcessSet& as, TraceControl::Cycle* trace);
   void record_process_set_members();  // the PROCESS_SET event, into cycle_rec_

@@ -3,6 +3,7 @@
 // (the first stall warning, a failure) and a framework's call.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -71,17 +72,37 @@ Status Runtime::start_flight_recorder() {
   return Status::OK();
 }
 
+void Runtime::watch_process_set(uint16_t id, std::weak_ptr<Runtime> set) {
+  std::lock_guard<std::mutex> lock(watched_sets_mu_);
+  watched_sets_.erase(std::remove_if(watched_sets_.begin(), watched_sets_.end(),
+                                     [](const auto& w) { return w.second.expired(); }),
+                      watched_sets_.end());
+  watched_sets_.emplace_back(id, std::move(set));
+}
+
 std::map<std::string, std::string> Runtime::flight_state(const std::string& reason) {
   std::map<std::string, std::string> meta;
   const auto now = SteadyClock::now();
   nlohmann::json pending = nlohmann::json::array();
-  for (const TensorQueue::InFlight& op : queue_.in_flight()) {
-    const double waited = std::chrono::duration<double>(now - op.submitted_at).count();
-    const int64_t at_ns = trace_.flight()
-                              ? trace_.flight()->now_ns() - static_cast<int64_t>(waited * 1e9)
-                              : 0;
-    pending.push_back(
-        {{"name", op.name}, {"op", op_type_name(op.op)}, {"waited_s", waited}, {"at_ns", at_ns}});
+  auto list = [&](Runtime& rt, uint16_t set) {
+    for (const TensorQueue::InFlight& op : rt.queue_.in_flight()) {
+      const double waited = std::chrono::duration<double>(now - op.submitted_at).count();
+      const int64_t at_ns =
+          trace_.flight() ? trace_.flight()->now_ns() - static_cast<int64_t>(waited * 1e9) : 0;
+      nlohmann::json entry{
+          {"name", op.name}, {"op", op_type_name(op.op)}, {"waited_s", waited}, {"at_ns", at_ns}};
+      if (set != 0) {
+        entry["process_set"] = set;
+        if (const AsProcessSet* as = rt.as_set_.load()) entry["process_set_ranks"] = as->members;
+      }
+      pending.push_back(std::move(entry));
+    }
+  };
+  list(*this, 0);
+  {  // the sets' ops too: a hang in a set is this process's hang
+    std::lock_guard<std::mutex> lock(watched_sets_mu_);
+    for (const auto& [id, watched] : watched_sets_)
+      if (std::shared_ptr<Runtime> set = watched.lock()) list(*set, id);
   }
   meta["pending_ops"] = pending.dump();
   meta["pending_op_count"] = std::to_string(pending.size());
@@ -114,7 +135,12 @@ std::map<std::string, std::string> Runtime::flight_state(const std::string& reas
 
 void Runtime::dump_flight(const std::string& reason, const std::string& detail, bool once,
                           double wait_seconds) {
-  if (!dumper_) return;
+  if (!dumper_) {  // a process set's runtime: the world's recorder holds its events
+    if (AsProcessSet* as = as_set_.load())
+      as->world->dump_flight(reason, "process set " + std::to_string(as->id) + ": " + detail, once,
+                             wait_seconds);
+    return;
+  }
   if (once) {
     dumper_->dump_once(reason, detail);
     return;

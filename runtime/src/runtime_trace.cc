@@ -80,7 +80,7 @@ void Runtime::record_instant(EventKind kind, int32_t name_id, int64_t value, int
   rec->record(e);
 }
 
-void Runtime::record_as_process_set(const Runtime* world, uint16_t set_id, int64_t cycle_base,
+void Runtime::record_as_process_set(Runtime* world, uint16_t set_id, int64_t cycle_base,
                                     std::vector<int> members) {
   auto as = std::make_unique<AsProcessSet>();
   as->world = world;

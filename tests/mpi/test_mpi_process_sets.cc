@@ -6,10 +6,13 @@
 // frees the id for the next set; a stall in a set fails its ops, not the
 // world's.
 #include <mpi.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <condition_variable>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -18,6 +21,7 @@
 
 #include "mpi_test_options.h"
 #include "ringscope/ringscope.h"
+#include "ringscope/trace_reader.h"
 
 using namespace ringscope;
 using namespace ringscope::testing;
@@ -198,6 +202,18 @@ TEST_CASE("public API: a stall in a process set fails that set's ops, not the wo
   Options options = test_options();
   options.stall_check_seconds = 0.2;
   options.stall_shutdown_seconds = 2.0;
+  // The set's stall is dumped by the world's flight recorder, with the
+  // set's op among the pending ones.
+  char dir[256] = {0};
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (world_rank == 0) {
+    std::snprintf(dir, sizeof(dir), "/tmp/ringscope-set-dumps-XXXXXX");
+    if (!mkdtemp(dir)) dir[0] = 0;
+  }
+  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+  REQUIRE(dir[0] != 0);
+  options.flight_recorder_dir = dir;
   REQUIRE(ringscope::init(options).ok());
   const int n = ringscope::size(), r = ringscope::rank();
   Failures f;
@@ -233,7 +249,25 @@ TEST_CASE("public API: a stall in a process set fails that set's ops, not the wo
     f.expect_ok(allreduce("world/after", DataType::kFloat32, {1}, &after, &after, ReduceOp::kSum),
                 "a world op after the set's stall");
   }
-  ringscope::shutdown();
+  ringscope::shutdown();  // dumps in progress are written first
+  if (n >= 3 && r == 0) {
+    // Rank 0's dump of the set's stall warning: the world's recorder, the
+    // set's op pending, the set named.
+    bool found = false;
+    for (const auto& file : std::filesystem::recursive_directory_iterator(dir)) {
+      const std::string path = file.path().string();
+      if (path.find("-stall.rank0.sqlite") == std::string::npos) continue;
+      TraceReader dump;
+      if (!dump.open({path}).ok()) continue;
+      const std::string pending = dump.meta_value("pending_ops");
+      found = pending.find("\"stuck\"") != std::string::npos &&
+              pending.find("\"process_set\":1") != std::string::npos &&
+              dump.meta_value("dump_detail").find("process set 1") != std::string::npos;
+      if (!found) f.add("a stall dump without the set's op: " + pending);
+    }
+    if (!found) f.add("no flight recorder dump of the set's stall in " + std::string(dir));
+  }
+  if (r == 0) std::filesystem::remove_all(dir);
   INFO(f.text);
   CHECK(f.text.empty());
 }

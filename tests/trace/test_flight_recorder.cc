@@ -8,11 +8,12 @@
 #include <set>
 #include <thread>
 
+#include "ringscope/blame.h"
 #include "ringscope/flight_recorder.h"
 #include "ringscope/recorder_tee.h"
-#include "ringscope/trace_writer.h"
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_tools.h"
+#include "ringscope/trace_writer.h"
 #include "trace_test_util.h"
 
 using namespace ringscope;
@@ -209,4 +210,38 @@ TEST_CASE("a tee records into the flight recorder and a trace, each with its ids
   // On the trace's clock: shifted back by the time between the two starts.
   CHECK(seen[0].first < now);
   CHECK(seen[0].first >= 0);
+}
+
+TEST_CASE("blame looks for a process set's stuck op on the set's ranks only",
+          "[trace][blame][sets]") {
+  test::TempDir dir;
+  // Three ranks' dumps of a stall in process set 1 of ranks 0 and 1: rank 0
+  // waits in 'stuck', rank 1 never submitted it, rank 2 is outside the set.
+  const std::string base = dir.file("dump.sqlite");
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string pending =
+        rank == 0 ? R"([{"name": "stuck", "op": "allreduce", "waited_s": 4.0, "at_ns": 1000,)"
+                    R"( "process_set": 1, "process_set_ranks": [0, 1]}])"
+                  : "[]";
+    TraceWriter w;
+    REQUIRE(w.open(per_rank_trace_path(base, rank), rank, 3,
+                   {{"run_id", "set-stall"},
+                    {"dump_reason", "stall"},
+                    {"dump_detail", "process set 1: tensor 'stuck' missing on rank 1"},
+                    {"pending_ops", pending}})
+                .ok());
+    TraceEvent mark;
+    mark.kind = static_cast<uint16_t>(EventKind::kStep);
+    mark.start_ns = mark.end_ns = 500;
+    w.record(mark);
+    REQUIRE(w.close().ok());
+  }
+  BlameReport report;
+  REQUIRE(blame({base}, &report).ok());
+  REQUIRE(report.stuck.size() == 1);
+  CHECK(report.stuck[0].name == "stuck");
+  CHECK(report.stuck[0].process_set == 1);
+  CHECK(report.stuck[0].waiting == std::vector<int>{0});
+  CHECK(report.stuck[0].missing == std::vector<int>{1});  // not rank 2: outside the set
+  CHECK(report.verdict == "hung");
 }

@@ -226,6 +226,11 @@ Status read_file(const std::string& path, FileFacts* out) {
         op.waited_s = p["waited_s"].get<double>();
       if (p.contains("at_ns") && p["at_ns"].is_number_integer())
         op.submitted_ns = info.to_rank0(p["at_ns"].get<int64_t>());
+      if (p.contains("process_set") && p["process_set"].is_number_integer())
+        op.process_set = p["process_set"].get<int>();
+      if (p.contains("process_set_ranks") && p["process_set_ranks"].is_array())
+        for (const auto& member : p["process_set_ranks"])
+          if (member.is_number_integer()) op.process_set_ranks.push_back(member.get<int>());
       r.pending.push_back(std::move(op));
     }
   } else {
@@ -292,20 +297,28 @@ void decide(BlameReport* report) {
     if (r.dump_reason == "sigterm" || r.dump_reason == "sigint") ended.push_back(r.rank);
     all_closed &= r.kind == "trace";
   }
-  // The collectives waited in: names pending on some rank.
-  std::map<std::string, BlameStuck> stuck;
+  // The collectives waited in: names pending on some rank, per process set
+  // (one name may run in the world and in a set); a set's op is missing
+  // only on the set's ranks.
+  std::map<std::pair<int, std::string>, BlameStuck> stuck;
+  std::map<std::pair<int, std::string>, std::vector<int>> set_ranks;
   for (const BlameRank& r : ranks)
     for (const BlamePending& p : r.pending) {
-      BlameStuck& s = stuck[p.name];
+      BlameStuck& s = stuck[{p.process_set, p.name}];
       s.name = p.name;
+      s.process_set = p.process_set;
       if (s.op.empty()) s.op = p.op;
       s.waiting.push_back(r.rank);
       s.waited_s = std::max(s.waited_s, p.waited_s);
       if (s.submitted_ns == 0 || p.submitted_ns < s.submitted_ns) s.submitted_ns = p.submitted_ns;
+      if (!p.process_set_ranks.empty()) set_ranks[{p.process_set, p.name}] = p.process_set_ranks;
     }
-  for (auto& [name, s] : stuck) {
+  for (auto& [key, s] : stuck) {
+    auto members = set_ranks.find(key);
     for (int rank : present)
-      if (std::find(s.waiting.begin(), s.waiting.end(), rank) == s.waiting.end())
+      if (std::find(s.waiting.begin(), s.waiting.end(), rank) == s.waiting.end() &&
+          (members == set_ranks.end() ||
+           std::count(members->second.begin(), members->second.end(), rank)))
         s.missing.push_back(rank);
     report->stuck.push_back(s);
   }
@@ -498,8 +511,8 @@ void write_blame_text(const BlameReport& report, std::ostream& out) {
     out << "\nwaiting in:\n";
     for (const BlameStuck& s : report.stuck) {
       out << "  '" << s.name << "'" << (s.op.empty() ? "" : " (" + s.op + ")")
-          << ": submitted by rank" << (s.waiting.size() > 1 ? "s " : " ")
-          << quoted_list(s.waiting);
+          << (s.process_set ? " in process set " + std::to_string(s.process_set) : "")
+          << ": submitted by rank" << (s.waiting.size() > 1 ? "s " : " ") << quoted_list(s.waiting);
       if (!s.missing.empty()) out << "; never by " << quoted_list(s.missing);
       if (s.waited_s >= 0) {
         char buf[32];
@@ -551,6 +564,7 @@ std::string blame_json(const BlameReport& report) {
   for (const BlameStuck& s : report.stuck)
     j["stuck"].push_back({{"name", s.name},
                           {"op", s.op},
+                          {"process_set", s.process_set},
                           {"waiting", s.waiting},
                           {"missing", s.missing},
                           {"waited_s", s.waited_s}});

@@ -21,6 +21,8 @@ struct BlamePending {
   std::string op;            // "allreduce", ...; "" when unknown (a trace's)
   double waited_s = -1;      // at the file's end; -1 unknown
   int64_t submitted_ns = 0;  // on rank 0's clock
+  int process_set = 0;       // the set it runs in (0: the world)
+  std::vector<int> process_set_ranks;  // that set's world ranks (empty: the world's)
 };
 
 struct BlameRank {
@@ -53,8 +55,9 @@ struct BlameRank {
 
 struct BlameStuck {
   std::string name, op;
+  int process_set = 0;       // the set it runs in (0: the world)
   std::vector<int> waiting;  // ranks that submitted it and wait
-  std::vector<int> missing;  // ranks with a file that never submitted it
+  std::vector<int> missing;  // ranks (of its set) with a file that never submitted it
   double waited_s = -1;      // longest wait among the waiting ranks
   int64_t submitted_ns = 0;  // the earliest submission, rank 0's clock
 };
