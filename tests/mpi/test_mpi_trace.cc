@@ -54,6 +54,17 @@ Status run(Runtime& rt, const std::string& name, std::vector<float>& buf) {
   return f.get();
 }
 
+// `check` finds nothing wrong in `trace` (the violations are the failure's message).
+void expect_check_passes(const TraceReader& trace) {
+  CheckReport report;
+  REQUIRE(check_trace(trace, CheckOptions{}, &report).ok());
+  std::string violations;
+  for (auto& v : report.violations) violations += v + "\n";
+  INFO(violations);
+  CHECK(report.ok());
+  CHECK(report.dropped_events == 0);
+}
+
 }  // namespace
 
 TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][trace]") {
@@ -201,13 +212,7 @@ TEST_CASE("a traced run passes check and records what the runtime did", "[mpi][t
       REQUIRE(all.rank_info(r) != nullptr);
       CHECK(testing::short_host(all.rank_info(r)->hostname) == testing::short_host(hosts[r]));
     }
-    CheckReport report;
-    REQUIRE(check_trace(all, CheckOptions{}, &report).ok());
-    std::string violations;
-    for (auto& v : report.violations) violations += v + "\n";
-    INFO(violations);
-    CHECK(report.ok());
-    CHECK(report.dropped_events == 0);
+    expect_check_passes(all);
     for (int r = 1; r < n; ++r) CHECK(fusions[r] == fusions[0]);  // same plan everywhere
 
     // The late rank: for 'late', its NEGOTIATE starts (its own enqueue) are
@@ -281,12 +286,7 @@ TEST_CASE("a traced run with process sets records each set's collectives", "[mpi
 
   TraceReader all;
   REQUIRE(all.open({base}).ok());
-  CheckReport report;
-  REQUIRE(check_trace(all, CheckOptions{}, &report).ok());
-  std::string violations;
-  for (auto& v : report.violations) violations += v + "\n";
-  INFO(violations);
-  CHECK(report.ok());
+  expect_check_passes(all);
   // Per rank: the incarnations of set `first` it declared (PROCESS_SET),
   // and the set allreduces it recorded, by incarnation.
   std::map<int, std::map<int64_t, std::string>> declared;
