@@ -1,7 +1,8 @@
 """Process sets from TensorFlow under mpirun (np=3 and 4): even and odd ranks
 registered at init run every collective among themselves (eagerly and in a
 tf.function, with gradients), DistributedGradientTape and
-DistributedOptimizer average over their set only, the object functions and
+DistributedOptimizer (a Keras and a TensorFlow 1 optimizer) average over
+their set only, the object functions and
 barrier take a set; a rank outside a set and an unregistered set are
 refused; sets added and removed after init, with Horovod's ids and
 errors."""
@@ -84,6 +85,34 @@ def tape_and_optimizer_average_over_the_set():
     opt.apply_gradients([(tf.constant([-float(R)]), v)])
     want = sum(ODD.ranks) / len(ODD.ranks) if ODD.included() else float(R)
     assert_close(v, [want], tf.float32, "optimizer")
+
+
+@test
+def a_tensorflow1_optimizer_in_a_graph_averages_over_the_set():
+    # Horovod's legacy wrapper: compute_gradients() allreduces among the
+    # set; a rank outside the set applies its own gradient. Every rank's
+    # gradient is its rank, the update assign_add(grad) from 0.
+    with tf.Graph().as_default():
+        var = tf.compat.v1.get_variable("legacy_w", initializer=[0.0, 0.0], use_resource=False)
+        loss = tf.reduce_sum(var * tf.constant([float(R), 2.0 * R]))
+        opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(-1.0),
+                                       process_set=EVEN)
+        assert opt._optimizer is not None
+        train = opt.apply_gradients(opt.compute_gradients(loss, var_list=[var]))
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(train)
+            got = sess.run(var)
+    even_mean = sum(EVEN.ranks) / len(EVEN.ranks)
+    want = [even_mean, 2 * even_mean] if EVEN.included() else [float(R), 2.0 * R]
+    assert_close(got, want, tf.float32, "legacy optimizer step")
+    try:
+        hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1),
+                                 backward_passes_per_step=2)
+    except ValueError as e:
+        assert "needs a Keras optimizer" in str(e), e
+    else:
+        raise AssertionError("backward_passes_per_step=2 with a TF1 optimizer was accepted")
 
 
 @test

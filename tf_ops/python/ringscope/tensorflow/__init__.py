@@ -327,7 +327,26 @@ from ringscope.tensorflow import gradients  # noqa: E402,F401  (registers the op
 from ringscope.tensorflow.functions import allgather_object, barrier, broadcast_object  # noqa: E402,F401
 from ringscope.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: E402,F401
 from ringscope.tensorflow import keras  # noqa: E402,F401
-from ringscope.tensorflow.keras import DistributedOptimizer  # noqa: E402,F401
+from ringscope.tensorflow.keras import DistributedOptimizer as _KerasDistributedOptimizer  # noqa: E402
+from ringscope.tensorflow.legacy_optimizer import (  # noqa: E402
+    LegacyDistributedOptimizer as _LegacyDistributedOptimizer,
+    is_legacy_optimizer as _is_legacy_optimizer,
+)
+
+
+def DistributedOptimizer(optimizer, name=None, **kwargs):
+    """Horovod's: ``optimizer`` with its gradients allreduced (averaged by
+    default) before they are applied. A Keras 3 optimizer (keras.optimizers.X)
+    is wrapped as ringscope.tensorflow.keras.DistributedOptimizer wraps it; a
+    TensorFlow 1 optimizer (tf.compat.v1.train.X, in a graph) allreduces in
+    compute_gradients(), as Horovod's. Arguments after ``name`` by keyword."""
+    if _is_legacy_optimizer(optimizer):
+        for accepted in ("device_dense", "device_sparse", "scale_local_gradients"):
+            kwargs.pop(accepted, None)  # CPU ops; no local variables in TF1 graphs here
+        return _LegacyDistributedOptimizer(optimizer, name=name, **kwargs)
+    return _KerasDistributedOptimizer(optimizer, name=name, **kwargs)
+
+
 from ringscope.tensorflow.keras.callbacks import (  # noqa: E402,F401
     BroadcastGlobalVariablesCallback,
     LearningRateScheduleCallback,

@@ -44,8 +44,9 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
         raise TypeError(
             f"ringscope: DistributedOptimizer wraps a Keras 3 optimizer (keras.optimizers.X); "
             f"got {type(optimizer).__module__}.{type(optimizer).__name__}. Keras 2 (tf_keras, "
-            "TF_USE_LEGACY_KERAS=1) and tf.compat.v1 optimizers are not supported: use "
-            "keras.optimizers.X, or DistributedGradientTape in a custom loop")
+            "TF_USE_LEGACY_KERAS=1) optimizers are not supported: use keras.optimizers.X, or "
+            "DistributedGradientTape in a custom loop; a tf.compat.v1 optimizer goes through "
+            "ringscope.tensorflow.DistributedOptimizer")
     aggregation = (LocalAggregation(backward_passes_per_step, average_aggregated_gradients)
                    if backward_passes_per_step != 1 else None)
     if getattr(optimizer, _DISTRIBUTED, False):
