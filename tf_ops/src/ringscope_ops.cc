@@ -165,7 +165,7 @@ class AllreduceOp : public RingscopeKernel {
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
     void* out = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, 0, &out), done);
+    OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, 0, result_is_input(), &out), done);
     ringscope::Status s = ringscope::allreduce_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), out, reduce_op_,
         finish(ctx, done), prescale_, postscale_, ringscope::Device::cpu(), process_set_);
@@ -173,15 +173,20 @@ class AllreduceOp : public RingscopeKernel {
   }
 
  protected:
-  // Where input i's result lands. Among one rank with nothing to scale the
-  // result is the input: the output is the input tensor itself (TensorFlow
-  // tensors are immutable and shared, as Identity's output is) and the
-  // runtime, handed the same pointer twice, writes nothing. Otherwise in
-  // place where TensorFlow lets the input's buffer be the output's (no one
-  // else holds it), else a new buffer.
-  tf::Status output_for(tf::OpKernelContext* ctx, int i, void** out) const {
+  // Among one rank with nothing to scale the result is the input. Asked
+  // once per call: the set's size takes the process's lock.
+  bool result_is_input() const {
+    return prescale_ == 1.0 && postscale_ == 1.0 && ringscope::process_set_size(process_set_) == 1;
+  }
+  // Where input i's result lands. Where `result_is_input`, the output is
+  // the input tensor itself (TensorFlow tensors are immutable and shared,
+  // as Identity's output is) and the runtime, handed the same pointer
+  // twice, writes nothing. Otherwise in place where TensorFlow lets the
+  // input's buffer be the output's (no one else holds it), else a new
+  // buffer.
+  tf::Status output_for(tf::OpKernelContext* ctx, int i, bool result_is_input, void** out) const {
     const tf::Tensor& in = ctx->input(i);
-    if (prescale_ == 1.0 && postscale_ == 1.0 && ringscope::process_set_size(process_set_) == 1) {
+    if (result_is_input) {
       ctx->set_output(i, in);
       *out = const_cast<char*>(in.tensor_data().data());  // never written
       return tf::Status();
@@ -312,10 +317,11 @@ class GroupedAllreduceOp : public AllreduceOp {
     if (!dtype_of(ctx, &dtype, done)) return;
     const int n = ctx->num_inputs();
     std::vector<ringscope::AllreduceItem> items(static_cast<size_t>(n));
+    const bool alias = result_is_input();
     for (int i = 0; i < n; ++i) {
       const tf::Tensor& in = ctx->input(i);
       ringscope::AllreduceItem& item = items[static_cast<size_t>(i)];
-      OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, i, &item.output), done);
+      OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, i, alias, &item.output), done);
       item.name = (*names_)[static_cast<size_t>(i)];
       item.shape = to_shape(in.shape());
       item.input = in.tensor_data().data();
