@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -26,6 +27,13 @@
 #include "ringscope/text_format.h"
 
 namespace ringscope {
+namespace {
+// CUDA_VISIBLE_DEVICES as this process got it ("" when not set).
+std::string visible_devices() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? v : "";
+}
+}  // namespace
 
 Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
                  const Options& options, std::unique_ptr<SharedMemoryBitwiseAnd> shared_control,
@@ -44,12 +52,12 @@ Runtime::Runtime(std::unique_ptr<Transport> transport, const Topology& topology,
       oversubscribed_(oversubscribed(topology)),
       doorbell_(transport_.get(), topology.rank, topology.size, shared_control_ != nullptr),
       join_(topology.rank),
-      trace_(TraceControl::Setup{transport_.get(), topology, options.op_timeout_seconds,
-                                 options.trace_max_bytes,
-                                 [this] { return executor_.device_used(); },
-                                 options.flight_recorder_bytes},
-             progress_),
-      devices_(topology.rank, probe_gpu) {
+      trace_(
+          TraceControl::Setup{transport_.get(), topology, options.op_timeout_seconds,
+                              options.trace_max_bytes, [this] { return executor_.device_used(); },
+                              options.flight_recorder_bytes},
+          progress_),
+      devices_(topology.rank, topology.local_rank, visible_devices(), probe_gpu) {
   start_data_threads();
   if (options.autotune.enabled && topology.rank == 0)
     tuner_ = tuner(options.autotune, settings_.in_force(), options.cache_capacity > 0);
@@ -209,7 +217,7 @@ Status Runtime::admit(TensorEntry& entry) {
   const Request& r = entry.req;
   if (Status s = check_submission(entry, rank(), size()); !s.ok()) return s;
   if (r.on_device())
-    if (Status s = devices_.admit(r); !s.ok()) return s;
+    if (Status s = devices_.admit(&entry.req); !s.ok()) return s;
   entry.enqueued_at = SteadyClock::now();
   Recorder* rec = trace_.recorder();
   entry.enqueue_ns = rec ? rec->now_ns() : 0;

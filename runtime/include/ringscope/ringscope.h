@@ -22,7 +22,11 @@ namespace ringscope {
 // and need a build with CUDA + NCCL and a visible GPU; otherwise submitting
 // one fails at once with the reason. One CUDA device per rank.
 struct Device {
-  int cuda_ordinal = -1;  // -1: host memory; >= 0: that CUDA device
+  // -1: host memory; >= 0: that CUDA device, as this process numbers them.
+  // Under per-rank CUDA_VISIBLE_DEVICES (one device listed) local_rank()
+  // also means the one device the rank sees, so cuda(local_rank()) works
+  // with and without it.
+  int cuda_ordinal = -1;
   // Optional cudaEvent_t (as void*) that completes when the input is ready;
   // the runtime's stream waits for it before reading (on its own thread,
   // possibly some time after the submission: the event must stay valid, not
