@@ -24,25 +24,37 @@ Status out_of_memory(const std::vector<int>& short_of, int me, std::string messa
                 short_of[0] == me ? -1 : short_of[0]);
 }
 
-Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline deadline,
-                                 Status* failed) {
+Status AgreedCapacity::reserve(Transport& transport, size_t bytes, Deadline deadline,
+                               const std::function<std::string(size_t)>& grow, Status* failed) {
   *failed = Status::OK();
   if (bytes <= agreed_) return Status::OK();
+  const std::string why = grow(bytes);
   std::vector<int> short_of;
-  Status s = agree_on_allocation(transport, buffer_.reserve(bytes), deadline, &short_of);
+  Status s = agree_on_allocation(transport, why.empty(), deadline, &short_of);
   if (!s.ok())
     return Status(s.code(),
-                  "agreeing on " + format_mib(bytes) + " for the " + what_ + ": " + s.message(),
+                  "agreeing on " + format_mib(bytes) + " of " + what_ + ": " + s.message(),
                   s.rank(), s.peer());
   if (short_of.empty()) {
     agreed_ = bytes;
     return Status::OK();
   }
-  *failed = out_of_memory(short_of, transport.rank(),
-                          rank_list(short_of) + " could not allocate " + format_mib(bytes) +
-                              " of host memory for the " + what_ +
-                              " (out of memory); the op failed on every rank");
+  agreed_ = 0;
+  std::string message = rank_list(short_of) + " could not allocate " + format_mib(bytes) + " of " +
+                        what_ + " (" + (why.empty() ? std::string("out of memory") : why) +
+                        "); the op failed on every rank";
+  *failed = out_of_memory(short_of, transport.rank(), std::move(message));
   return Status::OK();
+}
+
+Status AgreedHostBuffer::reserve(Transport& transport, size_t bytes, Deadline deadline,
+                                 Status* failed) {
+  return capacity_.reserve(
+      transport, bytes, deadline,
+      [this](size_t n) {
+        return buffer_.reserve(n) ? std::string() : std::string("out of memory");
+      },
+      failed);
 }
 
 }  // namespace ringscope

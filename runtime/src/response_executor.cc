@@ -77,7 +77,7 @@ void ResponseExecutor::record_fused_members(const ExecutionParams& p, const Fusi
 
 Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
                                        const std::vector<TensorEntry*>& entries,
-                                       const ExecutionParams& p) {
+                                       const ExecutionParams& p, Status* local) {
   const size_t first = g.members[0];
   device_used_.store(true);
   if (!device_ && device_failed_.ok()) {
@@ -95,8 +95,8 @@ Status ResponseExecutor::run_on_device(const FusionGroup& g, const std::vector<R
   switch (r.tensor.op) {
     case OpType::kAllreduce: {
       const int64_t start = p.recorder ? p.recorder->now_ns() : 0;
-      Status s = device_->allreduce(g, responses, entries, ctx);
-      if (s.ok() && g.fused()) record_fused_members(p, g, responses, entries, start);
+      Status s = device_->allreduce(g, responses, entries, ctx, local);
+      if (s.ok() && local->ok() && g.fused()) record_fused_members(p, g, responses, entries, start);
       return s;
     }
     case OpType::kAllgather:
@@ -125,11 +125,16 @@ Status ResponseExecutor::execute(const std::vector<Response>& responses,
       continue;
     }
     if (r.tensor.on_device()) {
-      Status s = run_on_device(g, responses, entries, p);
+      Status local;
+      Status s = run_on_device(g, responses, entries, p, &local);
       if (!s.ok()) {
         for (Status& res : *results)
           if (res.code() == StatusCode::kInternal && res.message() == "not executed") res = s;
         return s;
+      }
+      if (!local.ok()) {  // failed on every rank alike: the next group runs
+        for (size_t m : g.members) (*results)[m] = local;
+        continue;
       }
       for (size_t m : g.members) {
         (*results)[m] = Status::OK();

@@ -88,8 +88,11 @@ class ResponseExecutor {
                             const std::vector<TensorEntry*>& entries, int64_t group_start) const;
 
  private:
+  // *local: the group's outcome where it failed on every rank alike (a
+  // rank short of device memory) and the ranks go on.
   Status run_on_device(const FusionGroup& g, const std::vector<Response>& responses,
-                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p);
+                       const std::vector<TensorEntry*>& entries, const ExecutionParams& p,
+                       Status* local);
   // *result: the group's outcome where it failed on every rank alike (a
   // rank out of memory) and the ranks go on.
   Status run_allreduce(const FusionGroup& g, const std::vector<Response>& responses,

@@ -1,7 +1,9 @@
-// AgreedHostBuffer and HostBuffer: growth is agreed by every rank (one
-// AND-allreduce, only above the agreed mark), a rank that cannot allocate
-// fails the op on every rank with an error naming it, the buffers keep what
-// they had, and a missing peer ends the agreement with a timeout, not a hang;
+// AgreedHostBuffer, AgreedCapacity and HostBuffer: growth is agreed by every
+// rank (one AND-allreduce, only above the agreed mark), a rank that cannot
+// allocate fails the op on every rank with an error naming it and its
+// reason, the host buffers keep what they had, a device-style buffer lost
+// in a failed growth is allocated again by the next op, and a missing peer
+// ends the agreement with a timeout, not a hang;
 // an allgather whose output allocator fails (null or a throw) on one rank
 // fails on every rank and the runtime goes on, as it does after a completion
 // callback that throws. Ranks are threads; an allocation of 2^60 bytes
@@ -75,7 +77,7 @@ TEST_CASE("agreed buffer: a rank out of memory fails the growth on every rank, n
       checks.expect(failed.message().find("fusion buffer") != std::string::npos,
                     tag + failed.message());
       checks.expect(failed.peer() == (r == poor ? -1 : poor), tag + "peer field");
-      checks.expect(b.agreed_bytes() == (64 << 10), tag + "the mark stays");
+      checks.expect(b.agreed_bytes() == 0, tag + "the mark is forgotten on every rank");
       checks.expect(b.buffer().size() >= (64 << 10), tag + "the old capacity stays");
       // The ranks go on: the next growth, possible everywhere, is agreed.
       s = b.reserve(t, 2 << 20, Deadline::after(30), &failed);
@@ -85,6 +87,51 @@ TEST_CASE("agreed buffer: a rank out of memory fails the growth on every rank, n
     INFO(checks.summary());
     REQUIRE(checks.ok());
   }
+}
+
+TEST_CASE("agreed capacity: a device buffer lost in a failed growth is allocated again",
+          "[buffers][gpu]") {
+  // The GPU path's fusion buffer frees its old block before it grows: the
+  // rank that cannot grow is left with nothing. Its peers must not enter
+  // the collective, and the next op, of the old size, must give it a
+  // buffer again instead of skipping the agreement below the old mark.
+  ThreadChecks checks;
+  const int poor = 1;
+  run_ranks(3, [&](int r, Transport& t) {
+    const std::string tag = "rank " + std::to_string(r) + ": ";
+    size_t held = 0;  // the fake device buffer's capacity
+    int grows = 0;
+    bool fail_next = false;
+    auto grow = [&](size_t bytes) -> std::string {
+      ++grows;
+      if (bytes <= held) return "";
+      held = 0;  // freed before growing
+      if (fail_next) return "cudaMallocAsync failed: cudaErrorMemoryAllocation (out of memory)";
+      held = bytes;
+      return "";
+    };
+    AgreedCapacity c("device memory for the device fusion buffer");
+    Status failed;
+    Status s = c.reserve(t, 1 << 20, Deadline::after(30), grow, &failed);
+    checks.expect(s.ok() && failed.ok() && held == (1 << 20), tag + "first growth");
+    fail_next = r == poor;
+    s = c.reserve(t, 4 << 20, Deadline::after(30), grow, &failed);
+    checks.expect(s.ok() && failed.code() == StatusCode::kOutOfMemory, tag + failed.to_string());
+    checks.expect(failed.message().find("rank 1 could not allocate 4.0 MiB of device memory for "
+                                        "the device fusion buffer") != std::string::npos,
+                  tag + failed.message());
+    // The failing rank's own words reach its own error.
+    const bool has_reason = failed.message().find("cudaErrorMemoryAllocation") != std::string::npos;
+    checks.expect(has_reason == (r == poor), tag + failed.message());
+    fail_next = false;
+    const int before = grows;
+    s = c.reserve(t, 1 << 20, Deadline::after(30), grow, &failed);  // the old size
+    checks.expect(s.ok() && failed.ok(), tag + "next op: " + failed.to_string());
+    checks.expect(grows == before + 1 && held >= (1 << 20), tag + "grown again where lost");
+    checks.expect(c.agreed_bytes() == (1 << 20), tag + "agreed again");
+  });
+  INFO(checks.summary());
+  REQUIRE(checks.ok());
 }
 
 TEST_CASE("agreed buffer: every rank short lists them all, one rank alone reports itself",

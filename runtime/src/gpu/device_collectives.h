@@ -49,9 +49,13 @@ class DeviceCollectives {
   // been moved out of *entries (they are completed later through
   // DeviceSetup::complete); on error nothing was taken and the error breaks
   // the whole group of ranks (the caller stops, like a failed ring).
+  // allreduce's *failed, with an OK return: the op failed on every rank
+  // alike before any collective was enqueued (a rank could not allocate a
+  // buffer it needs); nothing was taken, the caller fails the group's
+  // tensors with it and goes on.
   virtual Status allreduce(const FusionGroup& group, const std::vector<Response>& responses,
-                           const std::vector<TensorEntry*>& entries,
-                           const DeviceCallContext& ctx) = 0;
+                           const std::vector<TensorEntry*>& entries, const DeviceCallContext& ctx,
+                           Status* failed) = 0;
   virtual Status allgather(size_t index, const Response& response, TensorEntry* entry,
                            const DeviceCallContext& ctx) = 0;
   virtual Status broadcast(size_t index, const Response& response, TensorEntry* entry,

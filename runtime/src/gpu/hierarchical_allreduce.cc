@@ -52,6 +52,24 @@ Status wait_for_stream(const HierarchicalResources& r, const std::string& what) 
 
 }  // namespace
 
+bool crosses_nodes(const HierarchicalResources& r) { return r.cross && r.cross->size() > 1; }
+
+size_t cross_shard_bytes(const HierarchicalLayout& layout, DataType dtype) {
+  return layout.shard_count * dtype_size(dtype);
+}
+
+std::string grow_shard_buffer(const HierarchicalResources& r, size_t bytes) {
+  // Growing frees the old buffer, which an earlier op's copy back to the
+  // device may still read: wait for the stream first.
+  if (bytes > r.host->size()) {
+    Status idle = wait_for_stream(r, "the stream to finish before growing the shard buffer");
+    if (!idle.ok()) return idle.message();
+  }
+  cudaError_t e = r.host->reserve(bytes);
+  return e == cudaSuccess ? std::string()
+                          : cuda_status(e, "cudaMallocHost", r.world_rank).message();
+}
+
 Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
                               const HierarchicalLayout& layout, DataType dtype, ReduceOp op,
                               Recorder* recorder, int32_t seq_index, int32_t name_id, int64_t cycle,
@@ -59,7 +77,7 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
   const size_t es = dtype_size(dtype);
   const int local_rank = r.node->rank();
   uint8_t* shard = buffer + layout.shard_offset(local_rank) * es;
-  const size_t shard_bytes = layout.shard_count * es;
+  const size_t shard_bytes = cross_shard_bytes(layout, dtype);
   auto now = [&] { return recorder ? recorder->now_ns() : 0; };
   auto deadline = [&] { return Deadline::after(r.timeout_seconds); };
   const ReduceOp node_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
@@ -99,17 +117,12 @@ Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,
   if (!s.ok()) return s;
 
   // 2. Across nodes, on the host.
-  if (r.cross && r.cross->size() > 1 && shard_bytes > 0) {
-    // Growing the pinned buffer frees the old one, which an earlier op's
-    // copy back to the device may still read: wait for the stream first.
-    if (shard_bytes > r.host->size()) {
-      Status idle = wait_for_stream(r, "the stream to finish before growing the shard buffer");
-      if (!idle.ok()) return idle;
-    }
-    cudaError_t e = r.host->reserve(shard_bytes);
-    if (e != cudaSuccess)
-      return cuda_status(e, "cudaMallocHost (hierarchical shard)", r.world_rank);
-    e = cudaMemcpyAsync(r.host->data(), shard, shard_bytes, cudaMemcpyDeviceToHost, r.stream);
+  if (crosses_nodes(r) && shard_bytes > 0) {
+    if (shard_bytes > r.host->size())
+      return Status(StatusCode::kInternal,
+                    "the hierarchical shard buffer was not reserved before the op", r.world_rank);
+    cudaError_t e =
+        cudaMemcpyAsync(r.host->data(), shard, shard_bytes, cudaMemcpyDeviceToHost, r.stream);
     if (e != cudaSuccess) return cuda_status(e, "cudaMemcpyAsync (shard to host)", r.world_rank);
     cudaEvent_t on_host;
     if (!(s = mark_event(r.events, r.stream, job, r.world_rank, &on_host)).ok()) return s;

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
+#include <string>
 
 #include "device_buffers.h"
 #include "device_finalizer.h"
@@ -31,7 +32,18 @@ struct HierarchicalResources {
   int world_rank = 0;
 };
 
-// Reduces `buffer` (layout.padded_count elements, padding zeroed) in place.
+// Whether the hierarchical allreduce of `layout` takes a cross-node step
+// here, and the bytes of its shard on the host.
+bool crosses_nodes(const HierarchicalResources& r);
+size_t cross_shard_bytes(const HierarchicalLayout& layout, DataType dtype);
+
+// Grows the pinned shard buffer to `bytes` (waiting for the stream first:
+// an earlier op's copy back may still read the old one). "" or why not.
+// The caller agrees on it with every rank before the op (AgreedCapacity).
+std::string grow_shard_buffer(const HierarchicalResources& r, size_t bytes);
+
+// Reduces `buffer` (layout.padded_count elements, padding zeroed) in place;
+// the shard buffer already holds cross_shard_bytes where crosses_nodes.
 // Adds the reduce-scatter / cross / allgather phases to `job` (device spans
 // and one host-clock event for the cross step).
 Status hierarchical_allreduce(const HierarchicalResources& r, uint8_t* buffer,

@@ -77,8 +77,9 @@ class NcclCollectives : public DeviceCollectives {
   }
 
   Status allreduce(const FusionGroup& g, const std::vector<Response>& responses,
-                   const std::vector<TensorEntry*>& entries,
-                   const DeviceCallContext& ctx) override {
+                   const std::vector<TensorEntry*>& entries, const DeviceCallContext& ctx,
+                   Status* failed) override {
+    *failed = Status::OK();
     Status s = usable();
     if (!s.ok()) return s;
     const size_t first = g.members[0];
@@ -92,6 +93,13 @@ class NcclCollectives : public DeviceCollectives {
     const int32_t seq = static_cast<int32_t>(first);
     const int32_t name_id = entries[first]->name_id;
     const int32_t members = static_cast<int32_t>(g.members.size());
+    const bool use_buffer = g.fused() || algorithm == DeviceAllreduce::kHierarchical;
+    const HierarchicalLayout layout = plan_hierarchical(count, node_ ? node_->size() : 1);
+    // Every buffer the op needs, agreed by every rank before any of them
+    // enqueues a collective: a rank short of memory fails the op on all.
+    if (!(s = reserve_buffers(use_buffer, algorithm, layout, t.dtype, g.bytes, failed)).ok() ||
+        !failed->ok())
+      return s;
     DeviceJob job = new_job(ctx, describe("allreduce", responses[first].tensor.name, g));
     for (size_t m : g.members)
       if ((s = wait_ready(*entries[m])).ok() == false) return s;
@@ -100,21 +108,15 @@ class NcclCollectives : public DeviceCollectives {
     const int64_t enqueued = now(ctx);  // before the event: the device cannot start earlier
     if (!(s = mark_event(&events_, stream_, &job, rank(), &begin)).ok()) return s;
     cudaEvent_t collective_begin = begin;
-    const bool use_buffer = g.fused() || algorithm == DeviceAllreduce::kHierarchical;
-    const HierarchicalLayout layout = plan_hierarchical(count, node_ ? node_->size() : 1);
     uint8_t* buffer = nullptr;
     const void* source = nullptr;
     if (use_buffer) {
-      const size_t need =
-          algorithm == DeviceAllreduce::kHierarchical ? layout.padded_count * es : g.bytes;
-      cudaError_t e = fusion_.reserve(std::max<size_t>(need, 1), stream_);
-      if (e != cudaSuccess) return cuda_status(e, "allocating the device fusion buffer", rank());
       buffer = fusion_.data();
       std::vector<CopySpan> in;
       for (size_t i = 0; i < g.members.size(); ++i)
         in.push_back({entries[g.members[i]]->input, buffer + g.offsets[i],
                       responses[g.members[i]].bytes() / es});
-      e = launch_scaled_copies(in, t.dtype, scale.prescale, stream_);
+      cudaError_t e = launch_scaled_copies(in, t.dtype, scale.prescale, stream_);
       if (e != cudaSuccess) return cuda_status(e, "copy kernel (into the fusion buffer)", rank());
       if (layout.padded_count > count) {
         e = cudaMemsetAsync(buffer + g.bytes, 0, (layout.padded_count - count) * es, stream_);
@@ -147,18 +149,8 @@ class NcclCollectives : public DeviceCollectives {
       if (algorithm == DeviceAllreduce::kHierarchical) {
         // Locks nccl_mu_ around each NCCL call itself: its host wait and the
         // cross-node ring must not keep the finalizer from aborting.
-        HierarchicalResources r;
-        r.nccl_mu = &nccl_mu_;
-        r.node = node_.get();
-        r.cross = setup_.cross;
-        r.stream = stream_;
-        r.events = &events_;
-        r.host = &pinned_;
-        r.scratch = &host_scratch_;
-        r.timeout_seconds = setup_.timeout_seconds;
-        r.world_rank = rank();
-        s = hierarchical_allreduce(r, buffer, layout, t.dtype, t.reduce, ctx.recorder, seq, name_id,
-                                   ctx.cycle, &job);
+        s = hierarchical_allreduce(hierarchical_resources(), buffer, layout, t.dtype, t.reduce,
+                                   ctx.recorder, seq, name_id, ctx.cycle, &job);
       } else {
         std::lock_guard<std::mutex> lock(nccl_mu_);
         s = communicators_alive();
@@ -323,6 +315,48 @@ class NcclCollectives : public DeviceCollectives {
     return ctx.recorder ? ctx.recorder->now_ns() : 0;
   }
 
+  HierarchicalResources hierarchical_resources() {
+    HierarchicalResources r;
+    r.nccl_mu = &nccl_mu_;
+    r.node = node_.get();
+    r.cross = setup_.cross;
+    r.stream = stream_;
+    r.events = &events_;
+    r.host = &pinned_;
+    r.scratch = &host_scratch_;
+    r.timeout_seconds = setup_.timeout_seconds;
+    r.world_rank = rank();
+    return r;
+  }
+
+  // The device fusion buffer and (hierarchical, across nodes) the pinned
+  // shard buffer, grown where this op needs more than every rank agreed to
+  // hold: *failed is kOutOfMemory on every rank alike when one could not.
+  Status reserve_buffers(bool use_buffer, DeviceAllreduce algorithm,
+                         const HierarchicalLayout& layout, DataType dtype, size_t group_bytes,
+                         Status* failed) {
+    const Deadline deadline = Deadline::after(setup_.timeout_seconds);
+    const size_t es = dtype_size(dtype);
+    if (use_buffer) {
+      const size_t need =
+          algorithm == DeviceAllreduce::kHierarchical ? layout.padded_count * es : group_bytes;
+      Status s = fusion_capacity_.reserve(
+          *setup_.world, std::max<size_t>(need, 1), deadline,
+          [this](size_t bytes) {
+            return cuda_status(fusion_.reserve(bytes, stream_), "cudaMallocAsync", rank())
+                .message();
+          },
+          failed);
+      if (!s.ok() || !failed->ok()) return s;
+    }
+    if (algorithm != DeviceAllreduce::kHierarchical) return Status::OK();
+    const HierarchicalResources r = hierarchical_resources();
+    if (!crosses_nodes(r) || cross_shard_bytes(layout, dtype) == 0) return Status::OK();
+    return pinned_capacity_.reserve(
+        *setup_.world, cross_shard_bytes(layout, dtype), deadline,
+        [&r](size_t bytes) { return grow_shard_buffer(r, bytes); }, failed);
+  }
+
   Status usable() {
     if (!finalizer_) return Status(StatusCode::kShutdown, "the GPU path was shut down", rank());
     Status b = finalizer_->broken();
@@ -404,6 +438,8 @@ class NcclCollectives : public DeviceCollectives {
   std::unique_ptr<NcclCommunicator> world_, node_;
   DeviceBuffer fusion_;
   PinnedBuffer pinned_;
+  AgreedCapacity fusion_capacity_{"device memory for the device fusion buffer"};
+  AgreedCapacity pinned_capacity_{"pinned host memory for the hierarchical allreduce's shard"};
   HostBuffer host_scratch_;
   std::unique_ptr<DeviceFinalizer> finalizer_;
 };
