@@ -1,9 +1,16 @@
-// TensorFlow custom ops over the ringscope runtime: asynchronous CPU kernels
-// for allreduce, allgather, broadcast, reducescatter, alltoall and join, and
-// the in-place broadcast of resource variables. Each op hands its tensor
-// to ringscope under the name given by Python (derived from the TF op or variable name, so traces
-// show names the user recognises) and completes TensorFlow's `done` from ringscope's callback,
-// carrying any error message. Compiled with TensorFlow's flags (C++17); includes only ringscope.h.
+// TensorFlow custom ops over the ringscope runtime: asynchronous kernels for
+// allreduce, allgather, broadcast, reducescatter, alltoall and join, and the
+// in-place broadcast of resource variables. Each op hands its tensor to
+// ringscope under the name given by Python (derived from the TF op or
+// variable name, so traces show names the user recognises) and completes
+// TensorFlow's `done` from ringscope's callback, carrying any error message.
+// CPU kernels for every op; in builds with CUDA (RINGSCOPE_TF_GPU), GPU
+// kernels too for allreduce, grouped allreduce, allgather, broadcast and the
+// in-place broadcast, the ops the runtime runs on device memory through NCCL
+// (placement.h says how the two differ). Reducescatter and alltoall have CPU
+// kernels only: TensorFlow places them on the CPU and copies a GPU tensor
+// there and back. Compiled with TensorFlow's flags (C++17); includes only
+// ringscope.h of the runtime.
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -16,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "placement.h"
 #include "ringscope/ringscope.h"
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
@@ -25,8 +33,37 @@
 #include "tensorflow/core/framework/shape_inference.h"
 
 namespace tf = tensorflow;
+using ringscope_tf::Placement;
+
+namespace ringscope_tf {
+namespace {
+class CpuPlacement : public Placement {
+ public:
+  tf::Status begin(tf::OpKernelContext*, Call*) const override { return tf::Status(); }
+  tf::Status ready(const Call&) const override { return tf::Status(); }
+  ringscope::Device device(const Call&) const override { return ringscope::Device::cpu(); }
+  tf::Status copy(const Call&, void* dst, const void* src, size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return tf::Status();
+  }
+};
+}  // namespace
+
+const Placement& cpu_placement() {
+  static const CpuPlacement cpu;
+  return cpu;
+}
+}  // namespace ringscope_tf
 
 namespace {
+
+// The placement of a kernel built for `device_type`.
+const Placement& placement_for(const tf::DeviceType& device_type) {
+#if RINGSCOPE_TF_GPU
+  if (device_type == tf::DEVICE_GPU) return ringscope_tf::gpu_placement();
+#endif
+  return ringscope_tf::cpu_placement();
+}
 
 bool to_ringscope_dtype(tf::DataType t, ringscope::DataType* out) {
   switch (t) {
@@ -112,10 +149,11 @@ tf::Status to_tf_status(const ringscope::Status& s) {
   }
 }
 
-// Shared part of the kernels: attributes, dtype, the callback.
+// Shared part of the kernels: attributes, dtype, placement, the callback.
 class RingscopeKernel : public tf::AsyncOpKernel {
  public:
-  explicit RingscopeKernel(tf::OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+  explicit RingscopeKernel(tf::OpKernelConstruction* ctx)
+      : AsyncOpKernel(ctx), placement_(placement_for(ctx->device_type())) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &tensor_name_));
     if (tensor_name_.empty()) tensor_name_ = name();  // the graph node name
     // The set of ranks the op runs among, as Horovod's process_set_id: 0 is
@@ -132,8 +170,10 @@ class RingscopeKernel : public tf::AsyncOpKernel {
     done();
     return false;
   }
-  static ringscope::DoneCallback finish(tf::OpKernelContext* ctx, DoneCallback done) {
-    return [ctx, done](const ringscope::Status& s) {
+  // Completes the op; `call` (the placement's event) lives until then.
+  static ringscope::DoneCallback finish(tf::OpKernelContext* ctx, DoneCallback done,
+                                        Placement::Call call) {
+    return [ctx, done, call = std::move(call)](const ringscope::Status& s) {
       if (!s.ok()) ctx->SetStatus(to_tf_status(s));
       done();
     };
@@ -144,6 +184,7 @@ class RingscopeKernel : public tf::AsyncOpKernel {
     ctx->SetStatus(to_tf_status(s));
     done();
   }
+  const Placement& placement_;
   std::string tensor_name_;
   int process_set_ = 0;
 };
@@ -164,11 +205,15 @@ class AllreduceOp : public RingscopeKernel {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
+    Placement::Call call;
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.begin(ctx, &call), done);
     void* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, output_for(ctx, 0, result_is_input(), &out), done);
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.ready(call), done);
+    const ringscope::Device device = placement_.device(call);
     ringscope::Status s = ringscope::allreduce_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), out, reduce_op_,
-        finish(ctx, done), prescale_, postscale_, ringscope::Device::cpu(), process_set_);
+        finish(ctx, done, std::move(call)), prescale_, postscale_, device, process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -249,8 +294,8 @@ class ReducescatterOp : public AllreduceOp {
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, out_shape, &out), done);
     ringscope::Status s = ringscope::reducescatter_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(),
-        const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done), prescale_,
-        postscale_, ringscope::Device::cpu(), process_set_);
+        const_cast<char*>(out->tensor_data().data()), reduce_op_, finish(ctx, done, nullptr),
+        prescale_, postscale_, ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -316,6 +361,8 @@ class GroupedAllreduceOp : public AllreduceOp {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const int n = ctx->num_inputs();
+    Placement::Call call;
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.begin(ctx, &call), done);
     std::vector<ringscope::AllreduceItem> items(static_cast<size_t>(n));
     const bool alias = result_is_input();
     for (int i = 0; i < n; ++i) {
@@ -326,9 +373,11 @@ class GroupedAllreduceOp : public AllreduceOp {
       item.shape = to_shape(in.shape());
       item.input = in.tensor_data().data();
     }
-    ringscope::Status s =
-        ringscope::grouped_allreduce_async(items, dtype, reduce_op_, finish(ctx, done), prescale_,
-                                           postscale_, ringscope::Device::cpu(), process_set_);
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.ready(call), done);
+    const ringscope::Device device = placement_.device(call);
+    ringscope::Status s = ringscope::grouped_allreduce_async(
+        items, dtype, reduce_op_, finish(ctx, done, std::move(call)), prescale_, postscale_, device,
+        process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -347,17 +396,23 @@ class AllgatherOp : public RingscopeKernel {
                       tf::errors::InvalidArgument("ringscope allgather of '", tensor_name_,
                                                   "' needs a tensor with at least one dimension"),
                       done);
-    // Called on ringscope's thread once every rank's dim 0 is known.
-    auto allocate = [ctx](const ringscope::Shape& shape) -> void* {
+    Placement::Call call;
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.begin(ctx, &call), done);
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.ready(call), done);
+    // Called on ringscope's thread once every rank's dim 0 is known. On a
+    // GPU the new output may be memory that work queued on TensorFlow's
+    // stream still uses: `ready` again orders ringscope's writes after it.
+    auto allocate = [ctx, call, &placement = placement_](const ringscope::Shape& shape) -> void* {
       tf::TensorShape ts;
       for (int64_t d : shape) ts.AddDim(d);
       tf::Tensor* out = nullptr;
-      if (!ctx->allocate_output(0, ts, &out).ok()) return nullptr;
+      if (!ctx->allocate_output(0, ts, &out).ok() || !placement.ready(call).ok()) return nullptr;
       return const_cast<char*>(out->tensor_data().data());
     };
+    const ringscope::Device device = placement_.device(call);
     ringscope::Status s = ringscope::allgather_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), allocate,
-        finish(ctx, done), ringscope::Device::cpu(), process_set_);
+        finish(ctx, done, std::move(call)), device, process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -395,7 +450,7 @@ class AlltoallOp : public RingscopeKernel {
     };
     ringscope::Status s = ringscope::alltoall_async(
         tensor_name_, dtype, to_shape(in.shape()), in.tensor_data().data(), splits, allocate,
-        finish(ctx, done), ringscope::Device::cpu(), process_set_);
+        finish(ctx, done, nullptr), ringscope::Device::cpu(), process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 };
@@ -409,15 +464,20 @@ class BroadcastOp : public RingscopeKernel {
     ringscope::DataType dtype;
     if (!dtype_of(ctx, &dtype, done)) return;
     const tf::Tensor& in = ctx->input(0);
+    Placement::Call call;
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.begin(ctx, &call), done);
     tf::Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
     // Broadcast is in place: start from this rank's value.
-    if (in.TotalBytes() > 0)
-      std::memcpy(const_cast<char*>(out->tensor_data().data()), in.tensor_data().data(),
-                  in.TotalBytes());
+    OP_REQUIRES_OK_ASYNC(ctx,
+                         placement_.copy(call, const_cast<char*>(out->tensor_data().data()),
+                                         in.tensor_data().data(), in.TotalBytes()),
+                         done);
+    OP_REQUIRES_OK_ASYNC(ctx, placement_.ready(call), done);
+    const ringscope::Device device = placement_.device(call);
     ringscope::Status s = ringscope::broadcast_async(
         tensor_name_, dtype, to_shape(in.shape()), const_cast<char*>(out->tensor_data().data()),
-        root_, finish(ctx, done), ringscope::Device::cpu(), process_set_);
+        root_, finish(ctx, done, std::move(call)), device, process_set_);
     if (!s.ok()) fail_now(ctx, s, done);
   }
 
@@ -435,7 +495,8 @@ class BroadcastOp : public RingscopeKernel {
 // which it does within its op timeout even when a peer fails.
 class BroadcastInplaceOp : public tf::OpKernel {
  public:
-  explicit BroadcastInplaceOp(tf::OpKernelConstruction* ctx) : OpKernel(ctx) {
+  explicit BroadcastInplaceOp(tf::OpKernelConstruction* ctx)
+      : OpKernel(ctx), placement_(placement_for(ctx->device_type())) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("root_rank", &root_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("variable_names", &names_));
     OP_REQUIRES(ctx, static_cast<int>(names_.size()) == ctx->num_inputs(),
@@ -455,6 +516,8 @@ class BroadcastInplaceOp : public tf::OpKernel {
     order.erase(std::unique(order.begin(), order.end()), order.end());
     std::vector<std::unique_ptr<tf::mutex_lock>> locks;
     for (tf::Var* v : order) locks.push_back(std::make_unique<tf::mutex_lock>(*v->mu()));
+    Placement::Call call;
+    OP_REQUIRES_OK(ctx, placement_.begin(ctx, &call));
 
     std::vector<ringscope::DataType> dtypes(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -477,9 +540,8 @@ class BroadcastInplaceOp : public tf::OpKernel {
       if (!t->RefCountIsOne() || var->copy_on_read_mode.load()) {
         tf::Tensor fresh;
         OP_REQUIRES_OK(ctx, ctx->allocate_temp(t->dtype(), t->shape(), &fresh));
-        if (t->TotalBytes() > 0)
-          std::memcpy(const_cast<char*>(fresh.tensor_data().data()), t->tensor_data().data(),
-                      t->TotalBytes());
+        OP_REQUIRES_OK(ctx, placement_.copy(call, const_cast<char*>(fresh.tensor_data().data()),
+                                            t->tensor_data().data(), t->TotalBytes()));
         *t = fresh;
       }
     }
@@ -490,6 +552,8 @@ class BroadcastInplaceOp : public tf::OpKernel {
       int left = 0;
       ringscope::Status first;
     };
+    OP_REQUIRES_OK(ctx, placement_.ready(call));
+    const ringscope::Device device = placement_.device(call);
     auto pending = std::make_shared<Pending>();
     pending->left = n;
     for (int i = 0; i < n; ++i) {
@@ -502,7 +566,7 @@ class BroadcastInplaceOp : public tf::OpKernel {
             if (!st.ok() && pending->first.ok()) pending->first = st;
             if (--pending->left == 0) pending->cv.notify_all();
           },
-          ringscope::Device::cpu(), process_set_);
+          device, process_set_);
       if (!s.ok()) {  // the ones not submitted will not call back
         std::lock_guard<std::mutex> lock(pending->mu);
         if (pending->first.ok()) pending->first = s;
@@ -513,9 +577,10 @@ class BroadcastInplaceOp : public tf::OpKernel {
     std::unique_lock<std::mutex> lock(pending->mu);
     pending->cv.wait(lock, [&] { return pending->left == 0; });
     if (!pending->first.ok()) ctx->SetStatus(to_tf_status(pending->first));
-  }
+  }  // `call` (the ready event) goes only after every callback ran
 
  private:
+  const Placement& placement_;
   int root_ = 0;
   int process_set_ = 0;
   std::vector<std::string> names_;
@@ -746,6 +811,27 @@ REGISTER_OP("RingscopeBroadcastInplace")
     .Doc("Writes the values of `variables` on rank `root_rank` into them on every rank.");
 REGISTER_KERNEL_BUILDER(Name("RingscopeBroadcastInplace").Device(tf::DEVICE_CPU),
                         BroadcastInplaceOp);
+
+#if RINGSCOPE_TF_GPU
+// Device memory, reduced by NCCL on the GPU (docs/gpu.md, "TensorFlow"),
+// for the types NCCL has: TensorFlow runs a 16-bit integer tensor on a GPU
+// through the CPU kernel, copying it to the host and back.
+#define RINGSCOPE_GPU_KERNEL(OpName, Kernel)                                                 \
+  REGISTER_KERNEL_BUILDER(                                                                   \
+      Name(OpName)                                                                           \
+          .Device(tf::DEVICE_GPU)                                                            \
+          .TypeConstraint("T", {tf::DT_UINT8, tf::DT_INT8, tf::DT_INT32, tf::DT_INT64,       \
+                                tf::DT_HALF, tf::DT_BFLOAT16, tf::DT_FLOAT, tf::DT_DOUBLE}), \
+      Kernel)
+RINGSCOPE_GPU_KERNEL("RingscopeAllreduce", AllreduceOp);
+RINGSCOPE_GPU_KERNEL("RingscopeGroupedAllreduce", GroupedAllreduceOp);
+RINGSCOPE_GPU_KERNEL("RingscopeAllgather", AllgatherOp);
+RINGSCOPE_GPU_KERNEL("RingscopeBroadcast", BroadcastOp);
+// A resource handle is host memory; the variables' values are on the GPU.
+REGISTER_KERNEL_BUILDER(
+    Name("RingscopeBroadcastInplace").Device(tf::DEVICE_GPU).HostMemory("variables"),
+    BroadcastInplaceOp);
+#endif
 
 REGISTER_OP("RingscopeJoin")
     .Output("last_joined_rank: int32")

@@ -59,7 +59,10 @@ using DoneCallback = std::function<void(const Status&)>;
 
 // For allgather: called (on the background thread) once the output shape is
 // known; returns where to write the output (at least num_elements * size bytes)
-// or nullptr to fail the op.
+// or nullptr to fail the op. For a device tensor the runtime waits for
+// Device::ready_event after the allocator returns, so an allocator may
+// record that event again to order the output's writes after work that
+// still uses the memory it returns (TensorFlow's GPU kernels do).
 using AllgatherAllocator = std::function<void*(const Shape& output_shape)>;
 // For alltoall: the same, also given the rows this rank receives from each
 // rank (in rank order: the output's dim 0 is their sum).
