@@ -18,6 +18,15 @@
 #   bash tests/gpu/run_on_device.sh run
 # Logs, gpu_bench.json and a trace (gpu-trace.rank0.sqlite) go to $OUT
 # (default: <build or pack>/out).
+#
+# On a machine (or two) with several GPUs, with MPI and the build's packages:
+#   tests/gpu/run_on_device.sh multi   # build build-gpu, then gpu_mpi_probe's
+#                                      # collectives, out-of-memory and
+#                                      # killed-rank modes at np=2..GPUS on this
+#                                      # node, and across nodes when HOSTS is set
+#                                      # (mpirun's -H, e.g. HOSTS=a:4,b:4), each
+#                                      # with every GPU visible and again with
+#                                      # per-rank CUDA_VISIBLE_DEVICES
 # Env: BUILD=build (pack) or build-gpu (build), JOBS=$(nproc), LIMIT=300 (seconds
 # per program), SANITIZE=memcheck|racecheck|... (the GPU tests under
 # compute-sanitizer, without [large]), GPU_TEST_ARGS (a Catch2 test filter).
@@ -124,8 +133,54 @@ case "$mode" in
     export LD_LIBRARY_PATH="$PWD/$PACK/lib:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     run_programs "$PACK/bin"
     ;;
+  multi)
+    BUILD=${BUILD:-build-gpu}
+    OUT=${OUT:-$BUILD/out}
+    mkdir -p "$OUT"
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRINGSCOPE_BUILD_VIEWER=OFF >"$OUT/configure.log" 2>&1
+    cmake --build "$BUILD" -j "$JOBS" --target gpu_mpi_probe 2>&1 | tail -1
+    gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+    ((gpus >= 2)) || { echo "run_on_device: multi needs 2 or more GPUs (nvidia-smi sees $gpus)" >&2; exit 2; }
+    status=0
+    # One run of the probe: mode, ranks, extra mpirun arguments. killed-rank
+    # lets the others go on after rank 1 exits (mpirun would end them).
+    probe() {
+      local mode=$1 np=$2 log="$OUT/multi-$1-np$2$3.log"
+      shift 3
+      local mpi=(mpirun --allow-run-as-root --bind-to none -np "$np" -x RINGSCOPE_OP_TIMEOUT_SECONDS=30 "$@")
+      [[ "$mode" == killed-rank ]] && mpi+=(--mca orte_abort_on_non_zero_status 0)
+      echo "== $mode np=$np ${*}" | tee "$log"
+      if timeout "${LIMIT:-300}" "${mpi[@]}" "$BUILD/bin/gpu_mpi_probe" "$mode" >>"$log" 2>&1; then
+        echo "   passed" | tee -a "$log"
+      elif [[ "$mode" == killed-rank ]] && ! grep -q "FAILED\|FAIL:" "$log" &&
+        (($(grep -c ": ok$" "$log") == np - 1)); then
+        echo "   passed (every other rank saw the error and shut down)" | tee -a "$log"
+      else
+        echo "   FAILED (see $log)" | tee -a "$log"
+        status=1
+      fi
+    }
+    for ((np = 2; np <= gpus && np <= 8; ++np)); do
+      for mode in collectives out-of-memory killed-rank; do
+        probe "$mode" "$np" ""
+        # Per-rank visibility: each rank sees only its own GPU.
+        probe "$mode" "$np" "-visible" \
+          bash -c 'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec "$0" "$@"'
+      done
+    done
+    if [[ -n "${HOSTS:-}" ]]; then
+      total=$(echo "$HOSTS" | tr ',' '\n' | awk -F: '{n += ($2 == "" ? 1 : $2)} END {print n}')
+      for mode in collectives out-of-memory killed-rank; do
+        probe "$mode" "$total" "-hosts" -H "$HOSTS"
+        RINGSCOPE_HIERARCHICAL_ALLREDUCE=1 probe "$mode" "$total" "-hosts-hierarchical" -H "$HOSTS" \
+          -x RINGSCOPE_HIERARCHICAL_ALLREDUCE
+      done
+    fi
+    echo "run_on_device: multi status $status; logs in $OUT"
+    exit $status
+    ;;
   *)
-    echo "usage: tests/gpu/run_on_device.sh build|pack|run" >&2
+    echo "usage: tests/gpu/run_on_device.sh build|pack|run|multi" >&2
     exit 2
     ;;
 esac

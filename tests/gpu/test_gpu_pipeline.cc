@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "api_internal.h"
+#include "gpu_test_support.h"
 #include "ringscope/ringscope.h"
 #include "ringscope/trace_reader.h"
 #include "ringscope/trace_schema.h"
@@ -30,17 +31,11 @@
 #include "temp_dir.h"
 
 using namespace ringscope;
+using ringscope::test::DeviceMemory;
+using ringscope::test::SingleRankRuntime;
+using ringscope::test::to_host;
 
 namespace {
-
-// A device buffer freed at scope end.
-struct DeviceMemory {
-  void* ptr = nullptr;
-  explicit DeviceMemory(size_t bytes) {
-    REQUIRE(cudaMalloc(&ptr, bytes ? bytes : 1) == cudaSuccess);
-  }
-  ~DeviceMemory() { cudaFree(ptr); }
-};
 
 // Deterministic pseudo-random bytes that are valid values of `dtype` (small
 // integers, and finite floats for the 16-bit types).
@@ -127,12 +122,6 @@ std::string first_difference(const std::vector<uint8_t>& got, const std::vector<
          ", want 0x" + hex(want);
 }
 
-std::vector<uint8_t> to_host(const void* device, size_t bytes) {
-  std::vector<uint8_t> out(bytes);
-  if (bytes) REQUIRE(cudaMemcpy(out.data(), device, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-  return out;
-}
-
 void to_device(void* device, const std::vector<uint8_t>& host) {
   if (!host.empty())
     REQUIRE(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice) == cudaSuccess);
@@ -151,19 +140,6 @@ std::vector<uint8_t> host_reference(const std::string& name, DataType dtype, siz
               .ok());
   return out;
 }
-
-struct Runtime {
-  explicit Runtime(bool hierarchical = false, const std::string& trace = "",
-                   double op_timeout_seconds = 120) {
-    Options o;
-    REQUIRE(Options::from_env(&o).ok());
-    o.hierarchical_allreduce = hierarchical;
-    o.trace_path = trace;
-    o.op_timeout_seconds = op_timeout_seconds;
-    REQUIRE(init_single_rank(o).ok());
-  }
-  ~Runtime() { shutdown(); }
-};
 
 const DataType kAllTypes[] = {DataType::kUInt8,   DataType::kInt32,    DataType::kInt64,
                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
@@ -190,7 +166,7 @@ void check_one_allreduce(DataType dtype, ReduceOp op, size_t count, double pre, 
 
 TEST_CASE("device allreduce matches the CPU path for every dtype, op and scale", "[gpu]") {
   for (bool hierarchical : {false, true}) {
-    Runtime rt(hierarchical);
+    SingleRankRuntime rt(hierarchical);
     for (DataType t : kAllTypes)
       for (ReduceOp op : kAllOps)
         for (size_t count :
@@ -204,7 +180,7 @@ TEST_CASE("device allreduce matches the CPU path for every dtype, op and scale",
 }
 
 TEST_CASE("a 1 GiB device allreduce is exact", "[gpu][large]") {
-  Runtime rt;
+  SingleRankRuntime rt;
   check_one_allreduce(DataType::kFloat32, ReduceOp::kSum, (size_t{1} << 30) / 4, 1.0, 1.0,
                       "one.gib");
   check_one_allreduce(DataType::kFloat32, ReduceOp::kAverage, (size_t{1} << 30) / 4, 2.0, 0.5,
@@ -212,7 +188,7 @@ TEST_CASE("a 1 GiB device allreduce is exact", "[gpu][large]") {
 }
 
 TEST_CASE("a burst of device tensors is fused and every tensor comes back right", "[gpu]") {
-  Runtime rt;
+  SingleRankRuntime rt;
   const int k = 150;  // more than one copy-kernel launch (64 per launch)
   std::vector<std::vector<uint8_t>> inputs;
   std::vector<std::unique_ptr<DeviceMemory>> ins, outs;
@@ -242,7 +218,7 @@ TEST_CASE("a burst of device tensors is fused and every tensor comes back right"
 }
 
 TEST_CASE("device allgather and broadcast", "[gpu]") {
-  Runtime rt;
+  SingleRankRuntime rt;
   for (DataType t : kAllTypes) {
     const size_t rows = 5, row = 3;
     std::vector<uint8_t> input = make_values(t, rows * row, 11);
@@ -282,7 +258,7 @@ TEST_CASE("device allgather and broadcast", "[gpu]") {
 
 TEST_CASE("an allocator that returns no device memory fails that op, and the next one runs",
           "[gpu]") {
-  Runtime rt;
+  SingleRankRuntime rt;
   std::vector<uint8_t> input = make_values(DataType::kFloat32, 16, 3);
   DeviceMemory in(input.size());
   to_device(in.ptr, input);
@@ -303,7 +279,7 @@ TEST_CASE("the trace holds device spans on the host clock between enqueue and co
   test::TempDir dir;
   const std::string base = dir.file("gpu.sqlite");
   {
-    Runtime rt(false, base);
+    SingleRankRuntime rt(false, base);
     for (int step = 0; step < 5; ++step) {
       std::vector<std::promise<Status>> done(8);
       std::vector<std::unique_ptr<DeviceMemory>> bufs;
@@ -355,7 +331,7 @@ TEST_CASE("the trace holds device spans on the host clock between enqueue and co
 
 TEST_CASE("a device op whose input never becomes ready times out, and later ops fail at once",
           "[gpu][timeout]") {
-  Runtime rt(false, "", 2.0);
+  SingleRankRuntime rt(false, "", 2.0);
   // A host function holds a user stream until the gate opens; the input's
   // ready event, recorded after it, cannot complete before then, so the
   // runtime's stream waits on it as on a rank that stopped submitting. The
