@@ -450,6 +450,8 @@ def tf_path():
          "≤ 0.6 ms", "≤ 1.0 ms"),
         ("`DistributedGradientTape`, `tf.function` (allreduce part)",
          "tape_allreduce_function_us", "≤ 0.6 ms", "≤ 1.0 ms"),
+        ("the ranks meeting once after that tape (one 4 B `allreduce`)",
+         "tape_meet_function_us", "", ""),
         ("one 4 KiB `allreduce`, eager", "eager_one_4k_us", "≤ 20 µs", ""),
         ("C++ runtime, one 4 KiB allreduce", "cpp_one_4k_us", "", ""),
         ("TF floor: one eager op on 4 KiB", "tf_floor_eager_op_us", "", ""),

@@ -152,6 +152,19 @@ def main():
     r["tape_plain_function_us"] = median_us(plain_fn, steps)
     r["tape_allreduce_function_us"] = paired_difference_us(plain_fn, distributed_fn, steps)
 
+    # What making the ranks meet once costs after the same tape: one 4-byte
+    # allreduce that waits for every gradient. Where the ranks' tapes take
+    # different times (two processes sharing the cores), the allreduce part
+    # above waits for the slower rank too; this is that wait plus one
+    # smallest collective.
+    def synced_tape():
+        grads = plain_tape()
+        with tf.control_dependencies(grads):
+            met = hvd.allreduce(tf.zeros([1]), op=hvd.Sum, name="bench.meet")
+        return grads + [met]
+
+    r["tape_meet_function_us"] = paired_difference_us(plain_fn, tf.function(synced_tape), steps)
+
     cpp = r["cpp_step_us"]
     for key in ("grouped_eager_us", "function_ops_us", "tape_allreduce_eager_us",
                 "tape_allreduce_function_us"):
@@ -177,6 +190,8 @@ def main():
             ("  the same tape without ringscope, tf.function", "tape_plain_function_us", None),
             (f"DistributedGradientTape, {n} vars, tf.function (allreduce part)",
              "tape_allreduce_function_us", "tape_allreduce_function_overhead_per_tensor_us"),
+            ("  the ranks meeting once after the same tape (one 4 B allreduce)",
+             "tape_meet_function_us", None),
             ("one 4 KiB allreduce, eager", "eager_one_4k_us", None),
             ("  the op alone (no ringscope Python)", "raw_op_one_4k_us", None),
             ("  C++ runtime: one 4 KiB allreduce", "cpp_one_4k_us", None),

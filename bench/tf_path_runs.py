@@ -73,7 +73,8 @@ def main():
     pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     keys = ["cpp_step_us", "grouped_eager_us", "raw_grouped_us", "tf_floor_grouped_eager_us",
             "function_ops_us", "tf_floor_function_us",
-            "tape_allreduce_eager_us", "tape_allreduce_function_us", "eager_one_4k_us",
+            "tape_allreduce_eager_us", "tape_allreduce_function_us", "tape_meet_function_us",
+            "eager_one_4k_us",
             "cpp_one_4k_us", "tf_floor_eager_op_us"]
     print(f"np={args.np}, median of {args.launches} launches (each a median of "
           f"{args.steps} steps)")
