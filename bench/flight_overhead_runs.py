@@ -23,22 +23,11 @@ recorder at its default in both:
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(cmd, env, timeout=600):
-    out = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=timeout)
-    if out.returncode != 0:
-        sys.exit(f"{' '.join(map(str, cmd))} failed ({out.returncode}):\n{out.stdout[-3000:]}")
-    return out.stdout
+from launch_util import ROOT, digits_samples_per_s, run
 
 
 def step_ms(env, build):
@@ -47,15 +36,6 @@ def step_ms(env, build):
         run([str(ROOT / "scripts/mpirun.sh"), "-np", "2", str(ROOT / build / "bin/negotiation_bench"),
              "--json", str(path)], env)
         return json.loads(path.read_text())["fusion_on_step_ms"]
-
-
-def digits_samples_per_s(env, build):
-    text = run([str(ROOT / build / "bin/ringscope"), "run", "-np", "2", "--",
-                str(ROOT / ".venv/bin/python"), "examples/tf_keras_digits.py"], env)
-    found = re.findall(r"throughput: ([0-9.]+) samples", text)
-    if not found:
-        sys.exit("no throughput line in the digits training's output:\n" + text[-2000:])
-    return float(found[-1])
 
 
 def main():

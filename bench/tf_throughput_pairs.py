@@ -22,39 +22,15 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(cmd, env, timeout=900):
-    out = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=timeout)
-    if out.returncode != 0:
-        sys.exit(f"{' '.join(map(str, cmd))} failed ({out.returncode}):\n{out.stdout[-3000:]}")
-    return out.stdout
-
-
-def launch(build, env, script, args, trace):
-    cmd = [str(ROOT / build / "bin/ringscope"), "run", "-np", "2"]
-    if trace:  # a folder of its own for each traced run
-        cmd += ["--trace", str(Path(tempfile.mkdtemp(dir=trace)) / "t.sqlite")]
-    return run(cmd + ["--", str(ROOT / ".venv/bin/python"), script] + args, env)
-
-
-def digits(build, env, trace=None):
-    text = launch(build, env, "examples/tf_keras_digits.py", [], trace)
-    found = re.findall(r"throughput: ([0-9.]+) samples", text)
-    if not found:
-        sys.exit("no throughput line in the digits training's output:\n" + text[-2000:])
-    return float(found[-1])
+from launch_util import ROOT, digits_samples_per_s, ringscope_run
 
 
 def synthetic(build, env, trace=None):
-    text = launch(build, env, "examples/tf_synthetic_benchmark.py", ["--steps", "20"], trace)
+    text = ringscope_run(build, env, "examples/tf_synthetic_benchmark.py", ["--steps", "20"], trace)
     found = re.findall(r"total: ([0-9.]+)", text)
     if not found:
         sys.exit("no 'total:' images/s in the synthetic benchmark's output:\n" + text[-2000:])
@@ -78,11 +54,13 @@ def main():
     comparisons = [("synthetic_images_per_s", "untraced", "traced",
                     lambda: synthetic(args.build, env), lambda: synthetic(args.build, env, trace)),
                    ("digits_samples_per_s", "untraced", "traced",
-                    lambda: digits(args.build, env), lambda: digits(args.build, env, trace))]
+                    lambda: digits_samples_per_s(env, args.build),
+                    lambda: digits_samples_per_s(env, args.build, trace))]
     if args.baseline:
         old = dict(env, PYTHONPATH=str(Path(args.baseline).resolve()))
         comparisons.insert(0, ("digits_samples_per_s_vs_baseline", "old", "new",
-                               lambda: digits(args.build, old), lambda: digits(args.build, env)))
+                               lambda: digits_samples_per_s(old, args.build),
+                               lambda: digits_samples_per_s(env, args.build)))
     pairs = []
     for i in range(args.pairs):
         pair = {}
