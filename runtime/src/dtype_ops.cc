@@ -140,22 +140,24 @@ struct Scale {
   double factor = 1.0;
   int64_t divisor = 0;  // > 0 when factor is 1/divisor
 
-  explicit Scale(double f) : factor(f) {
-    if (f > 0 && f <= 1) {
-      const double d = std::round(1.0 / f);
-      if (d >= 1 && d < 9.0e18 && std::fabs(1.0 / f - d) <= 1e-12 * d)
-        divisor = static_cast<int64_t>(d);
-    }
-  }
+  explicit Scale(double f) : factor(f), divisor(reciprocal_divisor(f)) {}
 };
 
-// One element times factor, rounded as every scaling kernel rounds it:
-// floats in their own type, integers in double (snapped to an integer a few
-// ulps away, then truncated) or divided exactly (see Scale), 16-bit floats in
-// float32.
+// One element times factor, rounded as every scaling kernel rounds it.
+// Floats as Horovod rounds them: a factor 1/n (Average) gives the quotient
+// fl(v / n) that TensorFlow's division gives Horovod's Average (float32 as
+// the double product, rounded once: v / n is never close enough to a
+// float32 rounding boundary for the double's error to matter; double
+// divided); any other factor multiplies in the element's type (Horovod's
+// ScaleBuffer). Integers in double (snapped to an integer a few ulps away,
+// then truncated) or divided exactly (see Scale). 16-bit floats in float32.
 template <typename T>
 T scale_one(T v, const Scale& s) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (s.divisor > 0) return static_cast<float>(static_cast<double>(v) * s.factor);
+    return v * static_cast<float>(s.factor);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (s.divisor > 0) return v / static_cast<T>(s.divisor);
     return v * static_cast<T>(s.factor);
   } else if constexpr (std::is_integral_v<T>) {
     if (s.divisor > 0) return static_cast<T>(static_cast<int64_t>(v) / s.divisor);

@@ -1,6 +1,7 @@
-// Rounding of an integer scaled in double, shared by the CPU scaling loops
-// (dtype_ops.cc) and the GPU copy kernels (gpu/copy_kernels.cu), so both
-// truncate the same products to the same integers.
+// Rounding of an integer scaled in double, and which factors are the
+// reciprocal of an integer, shared by the CPU scaling loops (dtype_ops.cc)
+// and the GPU copy kernels (gpu/copy_kernels.cu), so both round the same
+// products to the same values.
 #pragma once
 
 #include <cfloat>
@@ -26,6 +27,15 @@ RINGSCOPE_HOST_DEVICE inline double snap_near_integer(double p) {
   const double r = ::nearbyint(p);
   const double error = ::fabs(p - r);
   return error <= 2 * DBL_EPSILON * ::fabs(r) && ::fabs(r) < 281474976710656.0 /* 2^48 */ ? r : p;
+}
+
+// d when `f` is 1/d for an integer d >= 1 (an Average's 1/n, with a
+// postscale of 1), else 0. Such a factor divides: integers exactly, and
+// floats to the quotient TensorFlow's division gives Horovod's Average.
+RINGSCOPE_HOST_DEVICE inline long long reciprocal_divisor(double f) {
+  if (!(f > 0 && f <= 1)) return 0;
+  const double d = ::nearbyint(1.0 / f);
+  return d >= 1 && d < 9.0e18 && ::fabs(1.0 / f - d) <= 1e-12 * d ? static_cast<long long>(d) : 0;
 }
 
 }  // namespace ringscope

@@ -53,6 +53,22 @@ def allreduce_every_dtype_and_op():
 
 
 @test
+def average_is_the_quotient_horovods_division_gives():
+    # Horovod's Average is its sum divided by the size in the tensor's type
+    # (TensorFlow's division): fl(S / n), which multiplying by float32(1/n)
+    # misses by an ulp in about one element in ten at n=3 (float32(3 *
+    # 89.564865) / 3 is 89.56486). float32 and float64, every rank the same
+    # values, so S is fl(n * x) whatever the order of the adds.
+    rng = np.random.default_rng(1234)
+    for np_type, tf_type in ((np.float32, tf.float32), (np.float64, tf.float64)):
+        x = rng.uniform(-100, 100, 4913).astype(np_type)
+        y = hvd.allreduce(tf.constant(x), op=hvd.Average, name=f"quotient/{tf_type.name}")
+        want = (x * np_type(N)) / np_type(N)  # numpy rounds each step in np_type
+        differ = int(np.count_nonzero(y.numpy() != want))
+        assert differ == 0, f"{tf_type.name}: {differ} of {x.size} differ from fl(fl(n x) / n)"
+
+
+@test
 def scale_factors():
     x = tf.constant(rank_values(R, (50,), 1), tf.float32)
     y = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")

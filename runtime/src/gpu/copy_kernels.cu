@@ -187,7 +187,9 @@ cudaError_t launch_scaled_copies(const std::vector<CopySpan>& spans, DataType dt
     case DataType::kBFloat16:
       return launch_typed<__nv_bfloat16, float>(spans, scale, stream);
     case DataType::kFloat32:
-      return launch_typed<float, float>(spans, scale, stream);
+      // As the CPU (dtype_ops.cc): 1/n in double, rounded once; else in float.
+      return reciprocal_divisor(scale) > 0 ? launch_typed<float, double>(spans, scale, stream)
+                                           : launch_typed<float, float>(spans, scale, stream);
     case DataType::kFloat64:
       return launch_typed<double, double>(spans, scale, stream);
     case DataType::kInt8:
