@@ -151,13 +151,15 @@ struct Scale {
 // divided); any other factor multiplies in the element's type (Horovod's
 // ScaleBuffer). Integers in double (snapped to an integer a few ulps away,
 // then truncated) or divided exactly (see Scale). 16-bit floats in float32.
-template <typename T>
+// kQuotient is s.divisor > 0, decided once per loop, not per element, so
+// the float loops vectorise.
+template <bool kQuotient, typename T>
 T scale_one(T v, const Scale& s) {
   if constexpr (std::is_same_v<T, float>) {
-    if (s.divisor > 0) return static_cast<float>(static_cast<double>(v) * s.factor);
+    if constexpr (kQuotient) return static_cast<float>(static_cast<double>(v) * s.factor);
     return v * static_cast<float>(s.factor);
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (s.divisor > 0) return v / static_cast<T>(s.divisor);
+    if constexpr (kQuotient) return v / static_cast<T>(s.divisor);
     return v * static_cast<T>(s.factor);
   } else if constexpr (std::is_integral_v<T>) {
     if (s.divisor > 0) return static_cast<T>(static_cast<int64_t>(v) / s.divisor);
@@ -170,38 +172,49 @@ T scale_one(T v, const Scale& s) {
 template <typename T>
 void scale_typed(T* dst, const T* src, size_t n, double factor) {
   const Scale scale(factor);
-  for (size_t i = 0; i < n; ++i) dst[i] = scale_one(src[i], scale);
+  if (scale.divisor > 0)
+    for (size_t i = 0; i < n; ++i) dst[i] = scale_one<true>(src[i], scale);
+  else
+    for (size_t i = 0; i < n; ++i) dst[i] = scale_one<false>(src[i], scale);
 }
 
 // One element of op(a, b), times factor when kScale, rounded as combine then
 // scale_in_place would round it.
-template <ReduceOp kOp, bool kScale, typename T>
+template <ReduceOp kOp, bool kScale, bool kQuotient, typename T>
 T combine_scale_one(T a, T b, const Scale& scale) {
   if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
     const T r = kOp == ReduceOp::kMin       ? min_of(a, b)
                 : kOp == ReduceOp::kMax     ? max_of(a, b)
                 : kOp == ReduceOp::kProduct ? mul_of(a, b)
                                             : add_of(a, b);
-    return kScale ? scale_one(r, scale) : r;
+    return kScale ? scale_one<kQuotient>(r, scale) : r;
   } else {  // Eigen::half / Eigen::bfloat16: widen, combine, round, scale, round
     const float x = static_cast<float>(a), y = static_cast<float>(b);
     const T r(kOp == ReduceOp::kMin       ? min_of(x, y)
               : kOp == ReduceOp::kMax     ? max_of(x, y)
               : kOp == ReduceOp::kProduct ? x * y
                                           : x + y);
-    return kScale ? scale_one(r, scale) : r;
+    return kScale ? scale_one<kQuotient>(r, scale) : r;
   }
 }
 
 // a and b may each alias dst or out element for element, so there is no
 // __restrict on them; each element is read before it is written and never
 // read again, which is what ivdep promises the vectoriser.
+template <ReduceOp kOp, bool kScale, bool kQuotient, typename T>
+void combine_to_both_run(T* dst, T* out, const T* a, const T* b, size_t n, const Scale& scale) {
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i)
+    dst[i] = out[i] = combine_scale_one<kOp, kScale, kQuotient>(a[i], b[i], scale);
+}
+
 template <ReduceOp kOp, bool kScale, typename T>
 void combine_to_both_loop(T* dst, T* out, const T* a, const T* b, size_t n, double factor) {
   const Scale scale(factor);
-#pragma GCC ivdep
-  for (size_t i = 0; i < n; ++i)
-    dst[i] = out[i] = combine_scale_one<kOp, kScale>(a[i], b[i], scale);
+  if (kScale && scale.divisor > 0)
+    combine_to_both_run<kOp, kScale, true>(dst, out, a, b, n, scale);
+  else
+    combine_to_both_run<kOp, kScale, false>(dst, out, a, b, n, scale);
 }
 
 template <bool kScale, typename T>
